@@ -1,0 +1,200 @@
+"""The exception hierarchy of txnproducer.
+
+Every error a public call can raise derives from :class:`TxnProducerError`. The classes follow
+the KIP-1050 vocabulary so that the *class* tells the caller what to do next:
+
+* :class:`RetriableError` - the library already retried within its timeouts; the caller may retry.
+* :class:`AbortableError` - the current transaction cannot commit; call ``abort_transaction()``
+  and start a new one. The producer stays usable.
+* :class:`FatalError` - the producer cannot continue (fenced, not authorized, ...); close it and,
+  if appropriate, create a new one.
+* :class:`IllegalStateError` - the API was called in a state that does not allow it.
+* :class:`TimeoutError` - a bounded wait ran out; the message names the bound.
+* :class:`ConfigError`, :class:`RecordTooLargeError`, :class:`SerializationError` - bad input,
+  rejected before anything was sent.
+
+Broker error codes are mapped to these classes in one place (:func:`error_for_code`) so that the
+request handlers cannot disagree about what an error means.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+__all__ = [
+    "AbortableError",
+    "BrokerError",
+    "ClosedError",
+    "CommitFailedError",
+    "ConfigError",
+    "DeliveryTimeoutError",
+    "FatalError",
+    "GroupAuthorizationError",
+    "IllegalStateError",
+    "InvalidProducerEpochError",
+    "InvalidTxnStateError",
+    "OutOfOrderSequenceError",
+    "ProducerFencedError",
+    "RecordTooLargeError",
+    "RetriableError",
+    "SerializationError",
+    "TimeoutError",
+    "TopicAuthorizationError",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
+    "TransactionalIdAuthorizationError",
+    "TxnProducerError",
+    "UnknownProducerIdError",
+    "UnsupportedVersionError",
+]
+
+
+class TxnProducerError(Exception):
+    """Base class of every error raised by txnproducer.
+
+    ``error_code`` is the Kafka protocol error code when the error came from a broker answer,
+    otherwise ``None``.
+    """
+
+    error_code: int | None = None
+
+    def __init__(self, message: str = "", *, error_code: int | None = None) -> None:
+        super().__init__(message)
+        if error_code is not None:
+            self.error_code = error_code
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+class ConfigError(TxnProducerError, ValueError):
+    """A setting is unknown or has an invalid value; the message names the key and what is allowed."""
+
+
+class RecordTooLargeError(TxnProducerError, ValueError):
+    """A record is larger than ``max_request_size`` or ``buffer_memory``; it was not sent."""
+
+    error_code = 10
+
+
+class SerializationError(TxnProducerError, ValueError):
+    """A key or value serializer failed or returned something other than bytes; nothing was sent."""
+
+
+# --- API misuse and waits --------------------------------------------------------------------
+
+
+class IllegalStateError(TxnProducerError):
+    """The call is not allowed in the producer's current state (the message names both)."""
+
+
+class ClosedError(IllegalStateError):
+    """The producer was closed; create a new one."""
+
+
+class TimeoutError(TxnProducerError, builtins.TimeoutError):  # noqa: A001 - deliberate, see module doc
+    """A bounded wait ran out (``max_block_ms``, ``delivery_timeout_ms``, a call's ``timeout``).
+
+    For ``init_transactions``/``commit_transaction``/``abort_transaction`` the operation keeps
+    running in the background: calling the same method again waits for the same result.
+    """
+
+
+# --- the three KIP-1050 classes --------------------------------------------------------------
+
+
+class RetriableError(TxnProducerError):
+    """A transient broker condition outlasted the library's own retries; the caller may retry."""
+
+
+class AbortableError(TxnProducerError):
+    """The current transaction cannot be committed: call ``abort_transaction()`` and start again."""
+
+
+class FatalError(TxnProducerError):
+    """The producer cannot continue: close it. Any open transaction is aborted by the broker."""
+
+
+class BrokerError(RetriableError):
+    """A broker error code without a more specific class (the message includes its name)."""
+
+
+# abortable
+
+
+class TransactionAbortableError(AbortableError):
+    """The broker answered TRANSACTION_ABORTABLE (KIP-890): abort and retry the transaction."""
+
+    error_code = 120
+
+
+class TransactionAbortedError(AbortableError):
+    """A record was not delivered because its transaction is being aborted."""
+
+
+class DeliveryTimeoutError(AbortableError):
+    """A batch was not acknowledged within ``delivery_timeout_ms``; the transaction must abort."""
+
+
+class TopicAuthorizationError(AbortableError):
+    """The principal may not write to a topic; abort, fix the ACLs, retry."""
+
+    error_code = 29
+
+
+class OutOfOrderSequenceError(AbortableError):
+    """The broker saw a sequence gap (KIP-360): abort; the producer bumps its epoch and continues."""
+
+    error_code = 45
+
+
+class UnknownProducerIdError(AbortableError):
+    """The broker lost the producer's state (KIP-360): abort; the producer recovers with a new epoch."""
+
+    error_code = 59
+
+
+class CommitFailedError(AbortableError):
+    """The consumer group fenced the offsets of this transaction (rebalance, stale generation).
+
+    Abort, rejoin the group (poll the consumer) and reprocess from the last committed offsets.
+    """
+
+
+# fatal
+
+
+class ProducerFencedError(FatalError):
+    """Another producer with the same ``transactional_id`` took over; close this one."""
+
+    error_code = 90
+
+
+class InvalidProducerEpochError(FatalError):
+    """The broker rejected this producer's epoch as stale; another instance has taken over."""
+
+    error_code = 47
+
+
+class TransactionalIdAuthorizationError(FatalError):
+    """The principal may not use this ``transactional_id``; fix the ACLs, then create a new producer."""
+
+    error_code = 53
+
+
+class GroupAuthorizationError(FatalError):
+    """The principal may not commit offsets for the consumer group."""
+
+    error_code = 30
+
+
+class UnsupportedVersionError(FatalError):
+    """The broker does not support a request this producer needs (transactions need Kafka >= 0.11)."""
+
+    error_code = 35
+
+
+class InvalidTxnStateError(FatalError):
+    """The coordinator answered INVALID_TXN_STATE: client and broker disagree on the transaction."""
+
+    error_code = 48
