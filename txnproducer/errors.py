@@ -32,6 +32,8 @@ __all__ = [
     "GroupAuthorizationError",
     "IllegalStateError",
     "InvalidProducerEpochError",
+    "InvalidProducerIdMappingError",
+    "InvalidTransactionTimeoutError",
     "InvalidTxnStateError",
     "OutOfOrderSequenceError",
     "ProducerFencedError",
@@ -92,7 +94,7 @@ class ClosedError(IllegalStateError):
     """The producer was closed; create a new one."""
 
 
-class TimeoutError(TxnProducerError, builtins.TimeoutError):  # noqa: A001 - deliberate, see module doc
+class TimeoutError(TxnProducerError, builtins.TimeoutError):
     """A bounded wait ran out (``max_block_ms``, ``delivery_timeout_ms``, a call's ``timeout``).
 
     For ``init_transactions``/``commit_transaction``/``abort_transaction`` the operation keeps
@@ -154,6 +156,17 @@ class UnknownProducerIdError(AbortableError):
     error_code = 59
 
 
+class InvalidProducerEpochError(AbortableError):
+    """A produce was rejected for a stale epoch (KIP-588): abort the transaction.
+
+    Under TV2 this is what a transaction the coordinator timed out looks like; the abort succeeds
+    with the coordinator's new epoch. If another producer took over, the abort itself raises
+    :class:`ProducerFencedError`.
+    """
+
+    error_code = 47
+
+
 class CommitFailedError(AbortableError):
     """The consumer group fenced the offsets of this transaction (rebalance, stale generation).
 
@@ -170,10 +183,6 @@ class ProducerFencedError(FatalError):
     error_code = 90
 
 
-class InvalidProducerEpochError(FatalError):
-    """The broker rejected this producer's epoch as stale; another instance has taken over."""
-
-    error_code = 47
 
 
 class TransactionalIdAuthorizationError(FatalError):
@@ -186,6 +195,18 @@ class GroupAuthorizationError(FatalError):
     """The principal may not commit offsets for the consumer group."""
 
     error_code = 30
+
+
+class InvalidProducerIdMappingError(FatalError):
+    """The coordinator does not know this producer id for the transactional id; create a new producer."""
+
+    error_code = 49
+
+
+class InvalidTransactionTimeoutError(FatalError):
+    """``transaction_timeout_ms`` exceeds the broker's ``transaction.max.timeout.ms`` (or is <= 0)."""
+
+    error_code = 50
 
 
 class UnsupportedVersionError(FatalError):

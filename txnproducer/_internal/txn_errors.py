@@ -1,0 +1,131 @@
+"""How the transaction manager turns failures into the KIP-1050 error classes users catch.
+
+Why a module of its own: the same broker code means different things on different paths
+(INVALID_PRODUCER_EPOCH from the coordinator means "fenced", on a produce response it means "the
+coordinator already bumped the epoch, abort"), and the application must always get a class that
+tells it what to do (``AbortableError``: abort and retry; ``FatalError``: close). These helpers
+keep those decisions and the wording of the messages in one place.
+"""
+
+from __future__ import annotations
+
+from kafka.structs import TopicPartition
+
+from .. import errors
+from .txn_handlers import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    INVALID_PRODUCER_EPOCH,
+    PRODUCER_FENCED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    UNSUPPORTED_VERSION,
+    error_name,
+)
+
+# Produce errors that end the producer (the Java client's maybeTransitionToErrorState list);
+# every other failed batch only makes the open transaction abortable.
+_FATAL_PRODUCE_CODES = frozenset(
+    {
+        CLUSTER_AUTHORIZATION_FAILED,
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        PRODUCER_FENCED,
+        UNSUPPORTED_VERSION,
+    }
+)
+_FATAL_PRODUCE_CLASSES = (
+    errors.ProducerFencedError,
+    errors.TransactionalIdAuthorizationError,
+    errors.UnsupportedVersionError,
+)
+
+
+def code_of(exc: BaseException) -> int | None:
+    """The Kafka error code carried by ``exc`` (txnproducer or kafka-python error), if any."""
+    code = getattr(exc, "error_code", None)
+    if isinstance(code, int):
+        return code
+    errno = getattr(exc, "errno", None)  # kafka-python's BrokerResponseError
+    return errno if isinstance(errno, int) and errno > 0 else None
+
+
+def is_fatal_produce_error(exc: BaseException, code: int | None) -> bool:
+    """Does a failed produce batch end the producer? (Otherwise the transaction is abortable.)
+
+    INVALID_PRODUCER_EPOCH and INVALID_TXN_STATE are abortable on the produce path whatever class
+    carries them (KIP-588; INVALID_TXN_STATE is what Produce <= v10 answers for an un-added
+    partition).
+    """
+    if code in _FATAL_PRODUCE_CODES or isinstance(exc, _FATAL_PRODUCE_CLASSES):
+        return True
+    return (
+        isinstance(exc, errors.FatalError)
+        and not isinstance(exc, errors.InvalidTxnStateError)
+        and code != INVALID_PRODUCER_EPOCH
+    )
+
+
+def fenced_error(
+    transactional_id: str, producer_id: int, epoch: int, code: int, api: str
+) -> errors.ProducerFencedError:
+    return errors.ProducerFencedError(
+        f"producer with transactional_id {transactional_id!r} and producer id {producer_id}, epoch {epoch}"
+        f" was fenced ({error_name(code)} on {api}): another producer with the same transactional_id"
+        " has started. Close this producer",
+        error_code=PRODUCER_FENCED,
+    )
+
+
+def group_authorization_error(group_id: str) -> errors.GroupAuthorizationError:
+    return errors.GroupAuthorizationError(
+        f"not authorized to commit offsets for consumer group {group_id!r}: grant READ on the group,"
+        " then create a new producer",
+        error_code=30,
+    )
+
+
+def as_fatal_produce_error(
+    exc: BaseException, code: int | None, fenced: errors.ProducerFencedError
+) -> BaseException:
+    """A FatalError for a fatal produce failure (``fenced`` is used for PRODUCER_FENCED)."""
+    if isinstance(exc, errors.FatalError):
+        return exc
+    if code == PRODUCER_FENCED:
+        return fenced
+    fresh = errors.FatalError(f"fatal error on produce: {exc}; close the producer", error_code=code)
+    fresh.__cause__ = exc
+    return fresh
+
+
+def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPartition) -> BaseException:
+    """An AbortableError for a failed batch, keeping an AbortableError as it is."""
+    if isinstance(exc, errors.AbortableError):
+        return exc
+    if code == INVALID_PRODUCER_EPOCH:
+        message = (
+            f"the broker rejected a batch for {tp.topic}-{tp.partition} with INVALID_PRODUCER_EPOCH: the"
+            " coordinator bumped the epoch, most likely because the transaction ran longer than"
+            " transaction_timeout_ms and was aborted. Call abort_transaction() and start a new transaction"
+        )
+    else:
+        name = error_name(code) if code is not None else type(exc).__name__
+        message = (
+            f"a batch for {tp.topic}-{tp.partition} failed ({name}: {exc}): the transaction cannot commit."
+            " Call abort_transaction() and start a new transaction"
+        )
+    fresh = errors.TransactionAbortableError(message, error_code=code)
+    fresh.__cause__ = exc
+    return fresh
+
+
+def reraisable(last: BaseException, state_name: str, fatal: bool, call: str) -> BaseException:
+    """A fresh exception of the stored error's class (so ``except ProducerFencedError`` works),
+    whose message says which call hit it, chained to the original."""
+    what = "a fatal error" if fatal else "an abortable error"
+    message = f"{call}() called in state {state_name} after {what}: {last}"
+    if isinstance(last, errors.TxnProducerError):
+        try:
+            fresh: BaseException = type(last)(message, error_code=last.error_code)
+        except TypeError:
+            return last
+        fresh.__cause__ = last
+        return fresh
+    return last

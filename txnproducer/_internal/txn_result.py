@@ -1,0 +1,106 @@
+"""TransactionalRequestResult: what an application thread waits on while the Sender does the work.
+
+``init_transactions()``, ``commit_transaction()``, ``abort_transaction()`` and
+``send_offsets_to_transaction()`` enqueue requests that the Sender thread sends; the application
+thread blocks on one of these objects with a bound (``max_block_ms``). The result is completed
+exactly once (success or error) by the Sender thread; waiting can be repeated, so a caller whose
+wait timed out can call the same API again and keep waiting for the same outcome (the Java
+client's behaviour since KIP-691).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from .. import errors
+
+# called with (metric name, elapsed nanoseconds) when a wait first observes success
+MetricRecorder = Callable[[str, int], None]
+
+
+class TransactionalRequestResult:
+    """A one-shot, thread-safe completion with an error slot and bounded, repeatable waits."""
+
+    def __init__(
+        self,
+        operation: str,
+        *,
+        metric: str | None = None,
+        record_metric: MetricRecorder | None = None,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        """``operation`` is the public call's name (``"init_transactions"``) used in messages."""
+        self.operation = operation
+        self._event = threading.Event()
+        self._error: BaseException | None = None
+        self._acked = False
+        self._metric = metric
+        self._record_metric = record_metric
+        self._clock_ns = clock_ns
+        self._created_ns = clock_ns()
+        self._waited_once = False
+        self._lock = threading.Lock()
+
+    # --- completion (Sender thread) ------------------------------------------------------------
+
+    def set_success(self) -> None:
+        """Complete successfully; no-op if already completed (first outcome wins)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+
+    def set_error(self, exc: BaseException) -> None:
+        """Complete with ``exc``; no-op if already completed (first outcome wins)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._error = exc
+            self._event.set()
+
+    # --- observation (application threads) -----------------------------------------------------
+
+    def done(self) -> bool:
+        """True once completed, successfully or not."""
+        return self._event.is_set()
+
+    def is_successful(self) -> bool:
+        return self._event.is_set() and self._error is None
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._error
+
+    @property
+    def acked(self) -> bool:
+        """True once a waiter has observed the outcome (the pending call is then finished)."""
+        return self._acked
+
+    def wait(self, timeout_s: float | None, bound_name: str = "max_block_ms") -> None:
+        """Block until completed or ``timeout_s`` runs out, then return or raise the outcome.
+
+        Raises the completion error (a :class:`txnproducer.errors.TxnProducerError`), or
+        :class:`txnproducer.errors.TimeoutError` naming the bound when time runs out; the
+        operation keeps running and a later ``wait`` observes its outcome. ``None`` waits
+        without a bound; library callers always pass one.
+        """
+        start = self._created_ns if not self._waited_once else self._clock_ns()
+        self._waited_once = True
+        if not self._event.wait(timeout_s):
+            ms = round((timeout_s or 0.0) * 1000)
+            raise errors.TimeoutError(
+                f"{self.operation}() did not complete within {ms} ms ({bound_name}); it continues in"
+                f" the background: call {self.operation}() again to keep waiting for it"
+            )
+        first_ack = not self._acked
+        self._acked = True
+        if self._error is not None:
+            raise self._error
+        if first_ack and self._metric is not None and self._record_metric is not None:
+            self._record_metric(self._metric, max(0, self._clock_ns() - start))
+
+    def __repr__(self) -> str:
+        status = "pending" if not self.done() else ("ok" if self._error is None else repr(self._error))
+        return f"TransactionalRequestResult({self.operation}, {status})"
