@@ -1,0 +1,46 @@
+"""Fixtures for tests against the in-process MockCluster.
+
+``mock_cluster`` is a started 3-broker cluster with transaction.version 2; parametrize it indirectly
+with the transaction version to run a test on both paths::
+
+    @pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True)
+    def test_x(mock_cluster): ...
+
+``wire`` opens raw protocol connections (``txnproducer.testing._wire.WireClient``) to a broker by id and
+closes them after the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from txnproducer.testing import MockCluster
+from txnproducer.testing._wire import WireClient
+
+
+@pytest.fixture
+def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
+    tv = getattr(request, "param", 2)
+    cluster = MockCluster(num_brokers=3, transaction_version=tv)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def wire(mock_cluster: MockCluster) -> Iterator[Callable[[int], WireClient]]:
+    clients: list[WireClient] = []
+
+    def connect(broker_id: int = 1) -> WireClient:
+        host, port = mock_cluster.broker_address(broker_id)
+        client = WireClient(host, port)
+        clients.append(client)
+        return client
+
+    yield connect
+    for client in clients:
+        client.close()

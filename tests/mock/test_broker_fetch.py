@@ -1,0 +1,174 @@
+"""MockCluster Fetch and ListOffsets: isolation levels, LSO, aborted transactions, limits, long polls."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
+from txnproducer.testing import MockCluster
+from txnproducer.testing._wire import WireClient, build_batch, decode_batches, record_values
+from txnproducer.testing.log import PartitionLog, parse_batches
+
+Wire = Callable[[int], WireClient]
+TOPIC = "fetch-topic"
+
+
+def fetch_req(
+    version: int,
+    offset: int = 0,
+    isolation: int = 0,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = 1 << 20,
+    partition_max_bytes: int = 1 << 20,
+    topic: str = TOPIC,
+    topic_id: Any = None,
+    partitions: tuple[int, ...] = (0,),
+) -> Any:
+    t = FetchRequest.FetchTopic
+    parts = [
+        t.FetchPartition(
+            partition=p,
+            current_leader_epoch=-1,
+            fetch_offset=offset,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=partition_max_bytes,
+        )
+        for p in partitions
+    ]
+    topics = [t(topic=topic, topic_id=topic_id, partitions=parts)]
+    return FetchRequest[version](
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation,
+        session_id=0,
+        session_epoch=-1,
+        topics=topics,
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def append(log: PartitionLog, cluster: MockCluster, batch: bytes) -> int:
+    with cluster.state.lock:
+        result = log.append(parse_batches(batch), strict_first_sequence=False)
+        cluster.state.notify_all()
+    assert result.error_code == 0
+    return result.base_offset
+
+
+def txn_batch(pid: int, seq: int, value: bytes, epoch: int = 0) -> bytes:
+    return build_batch(
+        [(None, value)], producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True
+    )
+
+
+def test_read_committed_stops_at_lso_and_lists_aborted(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    client = wire(log.leader_id)
+    append(log, mock_cluster, txn_batch(1, 0, b"committed"))  # offset 0
+    append(log, mock_cluster, txn_batch(2, 0, b"aborted"))  # offset 1
+    # while both are open: LSO = 0, nothing for read_committed, [] aborted list
+    open_rc = client.send(fetch_req(12, isolation=1)).responses[0].partitions[0]
+    assert (open_rc.high_watermark, open_rc.last_stable_offset) == (2, 0)
+    assert decode_batches(open_rc.records) == [] and open_rc.aborted_transactions == []
+    open_ru = client.send(fetch_req(12, isolation=0)).responses[0].partitions[0]
+    assert record_values(decode_batches(open_ru.records)) == [b"committed", b"aborted"]
+    assert open_ru.aborted_transactions is None
+    with mock_cluster.state.lock:
+        log.write_marker(1, 1, commit=True, coordinator_epoch=0)  # offset 2
+        log.write_marker(2, 1, commit=False, coordinator_epoch=0)  # offset 3
+    done = client.send(fetch_req(12, isolation=1)).responses[0].partitions[0]
+    assert (done.high_watermark, done.last_stable_offset) == (4, 4)
+    assert [(a.producer_id, a.first_offset) for a in done.aborted_transactions] == [(2, 1)]
+    batches = decode_batches(done.records)
+    assert [b.is_control_batch for b in batches] == [False, False, True, True]
+    # Fetch v18 by topic id gives the same batches
+    v18 = client.send(fetch_req(18, isolation=1, topic_id=mock_cluster.state.topics[TOPIC].topic_id))
+    assert v18.responses[0].partitions[0].records == done.records
+
+
+def test_partition_max_bytes_returns_at_least_one_batch(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    for i in range(3):
+        append(
+            log,
+            mock_cluster,
+            build_batch([(None, b"x" * 100)], producer_id=9, producer_epoch=0, base_sequence=i),
+        )
+    client = wire(log.leader_id)
+    tiny = client.send(fetch_req(12, partition_max_bytes=10)).responses[0].partitions[0]
+    assert len(decode_batches(tiny.records)) == 1
+    from_middle = client.send(fetch_req(12, offset=1)).responses[0].partitions[0]
+    assert [b.base_offset for b in decode_batches(from_middle.records)] == [1, 2]
+    out_of_range = client.send(fetch_req(12, offset=10)).responses[0].partitions[0]
+    assert out_of_range.error_code == 1
+
+
+def test_long_poll_returns_when_data_arrives(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    client = wire(log.leader_id)
+    result: list[Any] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        result.append(client.send(fetch_req(12, max_wait_ms=10_000, min_bytes=1)))
+        done.set()
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    append(log, mock_cluster, build_batch([(None, b"late")]))
+    assert done.wait(10)
+    assert record_values(decode_batches(result[0].responses[0].partitions[0].records)) == [b"late"]
+
+
+def test_long_poll_without_data_answers_empty(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    resp = wire(log.leader_id).send(fetch_req(12, max_wait_ms=100, min_bytes=1))
+    part = resp.responses[0].partitions[0]
+    assert part.error_code == 0 and not part.records
+
+
+def test_fetch_from_follower_and_unknown_topic(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    other = next(b for b in mock_cluster.broker_ids if b != log.leader_id)
+    part = wire(other).send(fetch_req(12)).responses[0].partitions[0]
+    assert part.error_code == 6
+    missing = wire(1).send(fetch_req(12, topic="missing")).responses[0].partitions[0]
+    assert missing.error_code == 3
+
+
+def test_list_offsets_earliest_latest_and_lso(mock_cluster: MockCluster, wire: Wire) -> None:
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    append(log, mock_cluster, build_batch([(None, b"a"), (None, b"b")], timestamp=1000))
+    append(log, mock_cluster, txn_batch(3, 0, b"open"))
+    t = ListOffsetsRequest.ListOffsetsTopic
+
+    def offset(ts: int, isolation: int) -> int:
+        req = ListOffsetsRequest[7](
+            replica_id=-1,
+            isolation_level=isolation,
+            topics=[
+                t(
+                    name=TOPIC,
+                    partitions=[
+                        t.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=ts)
+                    ],
+                )
+            ],
+        )
+        part = wire(log.leader_id).send(req).topics[0].partitions[0]
+        assert part.error_code == 0
+        return int(part.offset)
+
+    assert offset(-2, 0) == 0
+    assert offset(-1, 0) == 3
+    assert offset(-1, 1) == 2  # read_committed: the last stable offset
+    assert offset(500, 0) == 0

@@ -1,0 +1,370 @@
+"""MockCluster: in-process Kafka brokers on 127.0.0.1 with transactions, groups and fault injection.
+
+Each broker is a real TCP listener speaking the Kafka protocol (kafka-python's schemas), so any client
+- this project's producer, kafka-python, confluent-kafka - can talk to it. All brokers share one
+:class:`ClusterState`; partition leaders and coordinators are spread over the brokers, so clients
+must route requests as they would against a real cluster.
+
+Typical use::
+
+    with MockCluster(num_brokers=3, transaction_version=2) as cluster:
+        cluster.create_topic("out", partitions=3)
+        producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers, ...)
+        cluster.inject_error("EndTxn", errors.COORDINATOR_LOAD_IN_PROGRESS, count=2)
+        ...
+        cluster.wait_for_request(lambda e: e.api == "EndTxn" and not e.error_codes)
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import structlog
+
+from . import _proto, broker_handlers
+from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
+from .request_log import RequestLog, RequestLogEntry
+from .server import BrokerServer
+from .state import GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
+
+_log = structlog.get_logger("txnproducer.testing.cluster")
+
+__all__ = ["MockCluster", "RequestLogEntry"]
+
+
+class _MissingCoordinator:
+    """Stands in for a coordinator module that is not installed (only while the package is assembled)."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def tick(self, now_ms: int) -> None:
+        return None
+
+    def verify_produce(
+        self, producer_id: int, producer_epoch: int, topic: str, partition: int, api_version: int
+    ) -> tuple[int, str | None]:
+        return -1, f"{self.module} is not available"
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotImplementedError(f"{self.module}.{name} is not available")
+
+
+def _load_coordinator(module: str, cls_name: str, state: ClusterState) -> Any:
+    """Import a coordinator module (which registers its handlers) and build its coordinator."""
+    full = f"{__package__}.{module}"
+    try:
+        mod = importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        _log.warning("mock.coordinator_missing", module=full)
+        return _MissingCoordinator(full)
+    return getattr(mod, cls_name)(state)
+
+
+class MockCluster:
+    """A cluster of ``num_brokers`` mock Kafka brokers (see the module docstring).
+
+    ``port=0`` gives every broker an ephemeral port; ``port=N`` binds brokers to N, N+1, ... .
+    ``transaction_version`` is the finalized ``transaction.version`` feature (0, 1 or 2): below 2 the
+    brokers advertise only the pre-KIP-890 versions of Produce/AddPartitionsToTxn/EndTxn/TxnOffsetCommit.
+    ``validate_crc`` checks every produced batch's CRC-32C (cheap with the ``crc32c`` package).
+    ``group_*`` override the group coordinator's settings (Kafka's ``group.initial.rebalance.delay.ms``,
+    ``group.min/max.session.timeout.ms``; the mock defaults are 0, 1 and 1800000 for fast tests).
+    """
+
+    def __init__(
+        self,
+        num_brokers: int = 3,
+        transaction_version: int = 2,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        auto_create_topics: bool = True,
+        default_partitions: int = 3,
+        transaction_max_timeout_ms: int = 900000,
+        group_initial_rebalance_delay_ms: int | None = None,
+        group_min_session_timeout_ms: int | None = None,
+        group_max_session_timeout_ms: int | None = None,
+        validate_crc: bool = True,
+        tick_interval_ms: int = 50,
+        cluster_id: str | None = None,
+    ) -> None:
+        if num_brokers < 1:
+            raise ValueError("num_brokers must be >= 1")
+        if transaction_version not in (0, 1, 2):
+            raise ValueError("transaction_version must be 0, 1 or 2")
+        self.host = host
+        broker_ids = list(range(1, num_brokers + 1))
+        self.state = ClusterState(
+            broker_ids,
+            host,
+            transaction_version,
+            auto_create_topics,
+            default_partitions,
+            transaction_max_timeout_ms,
+            cluster_id,
+        )
+        self.state.settings["validate_crc"] = validate_crc
+        group_settings = {
+            "group_initial_rebalance_delay_ms": group_initial_rebalance_delay_ms,
+            "group_min_session_timeout_ms": group_min_session_timeout_ms,
+            "group_max_session_timeout_ms": group_max_session_timeout_ms,
+        }
+        self.state.settings.update({k: v for k, v in group_settings.items() if v is not None})
+        self.faults = FaultPlan()
+        self.requests = RequestLog()
+        self._connection_ids = itertools.count(1)
+        self._servers: dict[int, BrokerServer] = {
+            b: BrokerServer(self, b, host, 0 if port == 0 else port + i) for i, b in enumerate(broker_ids)
+        }
+        self._tick_interval = tick_interval_ms / 1000.0
+        self._closed = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._started = False
+        self.state.txn = _load_coordinator("txn_coordinator", "TransactionCoordinator", self.state)
+        self.state.groups = _load_coordinator("group_coordinator", "GroupCoordinator", self.state)
+
+    # ------------------------------------------------------------- lifecycle
+    def __enter__(self) -> MockCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> MockCluster:
+        """Bind every broker and start serving (idempotent)."""
+        if self._started:
+            return self
+        try:
+            for broker_id, server in self._servers.items():
+                server.start()
+                self.state.brokers[broker_id].port = server.port
+        except OSError:
+            for server in self._servers.values():
+                server.stop()
+            raise
+        self._started = True
+        self._ticker = threading.Thread(target=self._tick_loop, name="mock-cluster-ticker", daemon=True)
+        self._ticker.start()
+        return self
+
+    def close(self) -> None:
+        """Stop every broker, close every connection, stop the timer thread; bounded."""
+        self._closed.set()
+        with self.state.lock:
+            self.state.closed = True
+        for server in self._servers.values():
+            server.stop()
+        self.state.notify_all()  # wake handlers waiting on the condition (long-poll fetches)
+        if self._ticker is not None and self._ticker is not threading.current_thread():
+            self._ticker.join(timeout=5)
+
+    def _tick_loop(self) -> None:
+        while not self._closed.wait(self._tick_interval):
+            try:
+                with self.state.lock:
+                    now = self.state.now_ms()
+                    self.state.txn.tick(now)
+                    self.state.groups.tick(now)
+            except Exception:  # pragma: no cover - a coordinator bug must not stop the clock
+                _log.exception("mock.tick_failed")
+
+    # ------------------------------------------------------ ServerHost hooks
+    def next_connection_id(self) -> int:
+        return next(self._connection_ids)
+
+    def api_versions(self) -> list[tuple[int, int, int]]:
+        return broker_handlers.advertised_versions(self.state.transaction_version)
+
+    # ---------------------------------------------------------------- access
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of every broker, comma-separated (all of them, also stopped ones)."""
+        return ",".join(
+            f"{self.host}:{b.port}" for b in sorted(self.state.brokers.values(), key=lambda b: b.node_id)
+        )
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self.state.brokers)
+
+    def broker_address(self, broker_id: int) -> tuple[str, int]:
+        info = self.state.brokers[broker_id]
+        return info.host, info.port
+
+    @property
+    def request_log(self) -> list[RequestLogEntry]:
+        """A snapshot of every request handled so far, in order."""
+        return self.requests.entries()
+
+    def wait_for_request(
+        self, predicate: Callable[[RequestLogEntry], bool], timeout: float = 5.0, since: int = 0
+    ) -> RequestLogEntry:
+        """The first logged request (seq >= ``since``) matching ``predicate``, waiting up to ``timeout`` s.
+
+        Raises ``TimeoutError`` if none arrives in time. Use ``since=cluster.requests.next_seq()``
+        taken before an action to wait only for requests caused by it.
+        """
+        return self.requests.wait_for(predicate, timeout, since)
+
+    def create_topic(self, name: str, partitions: int = 3) -> TopicState:
+        """Create a topic now (no-op if it exists); leaders are spread over the alive brokers."""
+        with self.state.lock:
+            return self.state.create_topic(name, partitions)
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        with self.state.lock:
+            return self.state.leader_of(topic, partition)
+
+    def coordinator_for(self, key: str, key_type: str = "transaction") -> int:
+        with self.state.lock:
+            return self.state.coordinator_for(_key_type(key_type), key)
+
+    def describe_transaction(self, transactional_id: str) -> dict[str, object] | None:
+        """The transaction coordinator's view of ``transactional_id`` (state, producer id, epoch, ...)."""
+        with self.state.lock:
+            return self.state.txn.describe(transactional_id)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        with self.state.lock:
+            return self.state.groups.committed(group_id)
+
+    def partition_records(self, topic: str, partition: int, read_committed: bool = False) -> list[Any]:
+        """The data records of a partition (kafka-python records); without aborted data if read_committed."""
+        from ._wire import decode_batches
+
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise KeyError(f"{topic}-{partition}")
+            limit = log.last_stable_offset if read_committed else log.high_watermark
+            data, end = log.read(0, 2**62, limit, min_one=True)
+            aborted = log.aborted_transactions(0, end) if read_committed else []
+        out: list[Any] = []
+        for batch in decode_batches(data):
+            if batch.is_control_batch:
+                continue
+            if batch.is_transactional and any(
+                a.producer_id == batch.producer_id and a.first_offset <= batch.base_offset <= a.last_offset
+                for a in aborted
+            ):
+                continue
+            out.extend(batch)
+        return out
+
+    # ---------------------------------------------------------- fault injection
+    def inject_error(
+        self,
+        api: int | str,
+        error_code: int | Sequence[int],
+        count: int | None = None,
+        broker_id: int | None = None,
+    ) -> None:
+        """Answer the next ``count`` requests of ``api`` with ``error_code`` instead of handling them.
+
+        ``api`` is a key (26) or name ("EndTxn"). The request is not executed; the response mirrors its
+        items (topics/partitions, coordinator keys, ...) with every error code set, plus the top-level
+        code where the schema has one. A list of codes answers successive requests with successive
+        codes (``count`` defaults to its length; otherwise to 1). ``broker_id`` limits it to one broker.
+        """
+        codes = [error_code] if isinstance(error_code, int) else list(error_code)
+        if not codes:
+            raise ValueError("at least one error code is needed")
+        n = count if count is not None else len(codes)
+        self.faults.add(ERROR, _proto.api_key_of(api), broker_id, n, codes)
+
+    def delay_responses(
+        self, api: int | str, delay_ms: int, count: int = 1, broker_id: int | None = None
+    ) -> None:
+        """Hold the responses of the next ``count`` requests of ``api`` for ``delay_ms`` (handled at once,
+        answered late: later requests on the same connection queue behind, as on a slow broker)."""
+        self.faults.add(DELAY, _proto.api_key_of(api), broker_id, count, [delay_ms])
+
+    def drop_connections(self, broker_id: int | None = None) -> None:
+        """Close every client connection now (of one broker, or of all); clients must reconnect."""
+        for bid, server in self._servers.items():
+            if broker_id is None or bid == broker_id:
+                server.drop_connections()
+
+    def drop_connection_after(
+        self, api: int | str, count: int = 1, when: str = "before", broker_id: int | None = None
+    ) -> None:
+        """Close the connection on the next ``count`` requests of ``api`` instead of answering.
+
+        ``when="before"``: the request is not handled (as if it never arrived). ``when="after"``: it is
+        handled (state changes happen) but the response is lost - the case that makes clients retry
+        something the broker already did.
+        """
+        if when not in ("before", "after"):
+            raise ValueError('when must be "before" or "after"')
+        self.faults.add(
+            DROP_BEFORE if when == "before" else DROP_AFTER, _proto.api_key_of(api), broker_id, count, [None]
+        )
+
+    def stop_broker(self, broker_id: int) -> None:
+        """Stop a broker: its port closes, connections drop, it leaves Metadata, its partitions get new
+        leaders (leader epoch + 1) and its coordinator keys move to the next alive broker."""
+        server = self._servers[broker_id]
+        server.stop()
+        with self.state.lock:
+            self.state.brokers[broker_id].alive = False
+            self.state.rebalance_leaders()
+
+    def start_broker(self, broker_id: int) -> None:
+        """Restart a stopped broker on the same port; preferred leadership moves back to it."""
+        server = self._servers[broker_id]
+        if server.running:
+            return
+        server.start()
+        with self.state.lock:
+            self.state.brokers[broker_id].alive = True
+            self.state.brokers[broker_id].port = server.port
+            self.state.rebalance_leaders()
+
+    def move_coordinator(self, key: str, to_broker: int, key_type: str = "transaction") -> None:
+        """Make ``to_broker`` the coordinator of ``key``; the old one answers NOT_COORDINATOR from now on."""
+        if to_broker not in self.state.brokers:
+            raise ValueError(f"no broker {to_broker}")
+        with self.state.lock:
+            self.state.coordinator_overrides[(_key_type(key_type), key)] = to_broker
+
+    def black_hole(self, broker_id: int | None = None, enabled: bool = True) -> None:
+        """Make a broker (or all) accept and read requests but never answer (until disabled)."""
+        self.faults.set_black_hole(broker_id, enabled)
+
+    def clear_faults(self) -> None:
+        """Forget every pending injected error, delay, drop rule and black hole."""
+        self.faults.clear()
+
+    def expire_transaction(self, transactional_id: str) -> None:
+        """Time out ``transactional_id``'s ongoing transaction now (the coordinator aborts it, epoch + 1)."""
+        with self.state.lock:
+            self.state.txn.expire_transaction(transactional_id)
+            self.state.notify_all()
+
+    def hold_markers(self, transactional_id: str | None = None) -> None:
+        """Keep EndTxn from completing (state stays PrepareCommit/PrepareAbort) until release_markers()."""
+        with self.state.lock:
+            self.state.txn.hold_markers(transactional_id)
+
+    def release_markers(self) -> None:
+        """Write the held markers and complete those transactions."""
+        with self.state.lock:
+            self.state.txn.release_markers()
+            self.state.notify_all()
+
+
+def _key_type(key_type: str | int) -> int:
+    if isinstance(key_type, int):
+        return key_type
+    if key_type in ("transaction", "txn"):
+        return TRANSACTION_KEY
+    if key_type == "group":
+        return GROUP_KEY
+    raise ValueError('key_type must be "transaction" or "group"')

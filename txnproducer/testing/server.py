@@ -1,0 +1,334 @@
+"""TCP side of a mock broker: a listener thread, one thread per connection, framing, decode, dispatch.
+
+Requests on one connection are handled strictly in order (a client may pipeline; Kafka answers in
+order too). Handlers run under ``state.lock``. Nothing a client sends can kill a broker thread:
+an undecodable request, or an API key/version this broker does not speak, closes that connection
+(as Kafka does); an ApiVersions request with a too-new version gets the v0 answer
+UNSUPPORTED_VERSION with the API list, as Kafka does, so the client can downgrade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from . import _proto
+from ._dispatch import RequestContext, lookup
+from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan, error_response, response_error_codes
+from .request_log import RequestLog, extract_fields
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .state import ClusterState
+
+_log = structlog.get_logger("txnproducer.testing.server")
+
+MAX_FRAME = 100 * 1024 * 1024
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = 35
+UNKNOWN_SERVER_ERROR = -1
+
+
+class ServerHost(Protocol):
+    """What a broker server needs from its cluster."""
+
+    state: ClusterState
+    faults: FaultPlan
+    requests: RequestLog
+
+    def next_connection_id(self) -> int: ...
+
+    def api_versions(self) -> list[tuple[int, int, int]]: ...
+
+
+class _Drop(Exception):
+    """Close this connection now (fault injection or protocol violation)."""
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_varint(data: memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def parse_request_header(frame: memoryview, flexible: bool) -> tuple[int, int, int, str | None, int]:
+    """(api_key, api_version, correlation_id, client_id, body offset) of a request frame."""
+    api_key, api_version, correlation_id, client_len = struct.unpack_from(">hhih", frame, 0)
+    pos = 10
+    client_id: str | None = None
+    if client_len >= 0:
+        client_id = bytes(frame[pos : pos + client_len]).decode("utf-8")
+        if len(client_id.encode("utf-8")) != client_len:
+            raise ValueError("truncated client id")
+        pos += client_len
+    if flexible:
+        count, pos = _read_varint(frame, pos)
+        for _ in range(count):
+            _, pos = _read_varint(frame, pos)
+            size, pos = _read_varint(frame, pos)
+            pos += size
+        if pos > len(frame):
+            raise ValueError("truncated tagged fields")
+    return api_key, api_version, correlation_id, client_id, pos
+
+
+class _Connection:
+    def __init__(self, sock: socket.socket, connection_id: int) -> None:
+        self.sock = sock
+        self.id = connection_id
+        self.closed = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+class BrokerServer:
+    """One broker's listener and its connections."""
+
+    def __init__(self, host: ServerHost, broker_id: int, bind_host: str, port: int) -> None:
+        self.host = host
+        self.broker_id = broker_id
+        self.bind_host = bind_host
+        self.port = port
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._connections: set[_Connection] = set()
+        self._conn_lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        return self._listener is not None
+
+    def start(self) -> None:
+        """Bind (the same port again after a stop) and start accepting."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.bind_host, self.port))
+        sock.listen(128)
+        self.port = sock.getsockname()[1]
+        sock.settimeout(0.5)  # so the accept loop notices stop() even if close does not wake accept
+        self._stopping = threading.Event()
+        self._listener = sock
+        self._thread = threading.Thread(
+            target=self._accept_loop,
+            args=(sock, self._stopping),
+            name=f"mock-broker-{self.broker_id}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening and close every connection; returns once the listener thread has exited."""
+        self._stopping.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        self.drop_connections()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+
+    def drop_connections(self) -> None:
+        with self._conn_lock:
+            conns = list(self._connections)
+        for conn in conns:
+            conn.close()
+
+    def connection_count(self) -> int:
+        with self._conn_lock:
+            return len(self._connections)
+
+    def _accept_loop(self, listener: socket.socket, stopping: threading.Event) -> None:
+        while not stopping.is_set():
+            try:
+                sock, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if stopping.is_set():
+                sock.close()
+                break
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Connection(sock, self.host.next_connection_id())
+            with self._conn_lock:
+                self._connections.add(conn)
+            threading.Thread(
+                target=self._serve,
+                args=(conn, stopping),
+                name=f"mock-broker-{self.broker_id}-conn-{conn.id}",
+                daemon=True,
+            ).start()
+
+    def _serve(self, conn: _Connection, stopping: threading.Event) -> None:
+        try:
+            while not stopping.is_set():
+                head = _read_exact(conn.sock, 4)
+                if head is None:
+                    break
+                size = struct.unpack(">i", head)[0]
+                if size < 0 or size > MAX_FRAME:
+                    break
+                frame = _read_exact(conn.sock, size)
+                if frame is None:
+                    break
+                if self.host.faults.is_black_hole(self.broker_id):
+                    continue
+                if not self._handle_frame(conn, memoryview(frame), stopping):
+                    break
+        except OSError:
+            pass
+        except Exception:  # pragma: no cover - last line of defence: never kill the broker
+            _log.exception("mock.connection_failed", broker_id=self.broker_id, connection_id=conn.id)
+        finally:
+            conn.close()
+            with self._conn_lock:
+                self._connections.discard(conn)
+
+    # ------------------------------------------------------------------ frames
+    def _handle_frame(self, conn: _Connection, frame: memoryview, stopping: threading.Event) -> bool:
+        """Handle one request; False means close the connection."""
+        if len(frame) < 10:
+            return False
+        api_key, api_version = struct.unpack_from(">hh", frame, 0)
+        req_cls = _proto.request_class(api_key)
+        if api_key == API_VERSIONS and req_cls is not None and api_version > req_cls.max_version:
+            return self._unsupported_api_versions(conn, frame)
+        if req_cls is None or lookup(api_key) is None:
+            return False
+        lo, hi = req_cls.valid_versions
+        if not lo <= api_version <= hi:
+            return False
+        try:
+            _, _, correlation_id, client_id, pos = parse_request_header(
+                frame, req_cls.flexible_version_q(api_version)
+            )
+            request = req_cls.decode(frame[pos:], version=api_version)
+        except Exception:
+            _log.info(
+                "mock.undecodable_request", broker_id=self.broker_id, api_key=api_key, api_version=api_version
+            )
+            return False
+        ctx = RequestContext(self.broker_id, api_key, api_version, correlation_id, client_id, conn.id)
+        return self._process(conn, ctx, request, stopping)
+
+    def _process(
+        self, conn: _Connection, ctx: RequestContext, request: Any, stopping: threading.Event
+    ) -> bool:
+        faults = self.host.faults
+        state = self.host.state
+        fields = extract_fields(ctx.api_key, request)
+        name = _proto.api_name(ctx.api_key)
+        log_args = {
+            "api": name,
+            "api_key": ctx.api_key,
+            "version": ctx.api_version,
+            "broker_id": self.broker_id,
+            "connection_id": conn.id,
+            "fields": fields,
+        }
+        injected, code = faults.take(ERROR, ctx.api_key, self.broker_id)
+        if not injected and faults.take(DROP_BEFORE, ctx.api_key, self.broker_id)[0]:
+            self.host.requests.append(dropped=True, **log_args)
+            return False
+        if injected:
+            response = error_response(ctx.api_key, ctx.api_version, request, code, state)
+        else:
+            try:
+                handler = lookup(ctx.api_key)
+                assert handler is not None
+                with state.lock:
+                    response = handler(state, ctx, request)
+            except Exception:
+                _log.exception("mock.handler_failed", broker_id=self.broker_id, api=name)
+                try:
+                    response = error_response(
+                        ctx.api_key, ctx.api_version, request, UNKNOWN_SERVER_ERROR, state
+                    )
+                except Exception:
+                    self.host.requests.append(dropped=True, **log_args)
+                    return False
+            if faults.take(DROP_AFTER, ctx.api_key, self.broker_id)[0]:
+                self.host.requests.append(dropped=True, **log_args)
+                return False
+        delayed, delay_ms = faults.take(DELAY, ctx.api_key, self.broker_id)
+        if delayed and stopping.wait(delay_ms / 1000.0):
+            self.host.requests.append(dropped=True, **log_args)
+            return False
+        if response is None:  # Produce with acks=0: no answer
+            self.host.requests.append(injected=injected, **log_args)
+            return True
+        try:
+            response.with_header(correlation_id=ctx.correlation_id)
+            data = response.encode(header=True, framed=True)
+        except Exception:
+            _log.exception("mock.encode_failed", broker_id=self.broker_id, api=name)
+            self.host.requests.append(dropped=True, **log_args)
+            return False
+        # logged before the write: a client holding a response always finds its entry in the log
+        self.host.requests.append(error_codes=response_error_codes(response), injected=injected, **log_args)
+        try:
+            conn.sock.sendall(data)
+        except OSError:
+            return False
+        return True
+
+    def _unsupported_api_versions(self, conn: _Connection, frame: memoryview) -> bool:
+        """Kafka's answer to an unknown ApiVersions version: v0, UNSUPPORTED_VERSION, the API list."""
+        from kafka.protocol.metadata import ApiVersionsResponse
+
+        correlation_id = struct.unpack_from(">i", frame, 4)[0]
+        api_keys = [
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.host.api_versions()
+        ]
+        response = _proto.build(
+            ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_keys}
+        )
+        response.with_header(correlation_id=correlation_id)
+        data = response.encode(header=True, framed=True)
+        self.host.requests.append(
+            api="ApiVersions",
+            api_key=API_VERSIONS,
+            version=struct.unpack_from(">h", frame, 2)[0],
+            broker_id=self.broker_id,
+            connection_id=conn.id,
+            fields={},
+            error_codes=(UNSUPPORTED_VERSION,),
+        )
+        try:
+            conn.sock.sendall(data)
+        except OSError:
+            return False
+        return True

@@ -1,0 +1,166 @@
+"""The MockCluster's shared state: brokers, topics and their partition logs, coordinator placement.
+
+One ``RLock`` guards everything; every request handler runs with it held, so handlers see and change
+a consistent cluster. ``cond`` (a Condition on that lock) is how a handler waits for something another
+request changes (a Fetch waiting for data, a JoinGroup waiting for members); whoever changes such state
+calls :meth:`ClusterState.notify_all`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+import zlib
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .log import PartitionLog
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .group_coordinator import GroupCoordinator
+    from .txn_coordinator import TransactionCoordinator
+
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+
+
+@attrs.define
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    alive: bool = True
+
+
+@attrs.define
+class TopicState:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog]
+
+
+def _stable_hash(text: str) -> int:
+    """A hash that is the same in every process (Python's ``hash`` of str is salted)."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
+class ClusterState:
+    """Everything the brokers and coordinators share; see the module docstring for locking."""
+
+    def __init__(
+        self,
+        broker_ids: list[int],
+        host: str = "127.0.0.1",
+        transaction_version: int = 2,
+        auto_create_topics: bool = True,
+        default_partitions: int = 3,
+        transaction_max_timeout_ms: int = 900000,
+        cluster_id: str | None = None,
+    ) -> None:
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.transaction_version = transaction_version
+        self.cluster_id = cluster_id or "mock-" + uuid.uuid4().hex[:16]
+        self.controller_id = broker_ids[0]
+        self.brokers: dict[int, BrokerInfo] = {b: BrokerInfo(b, host, 0) for b in broker_ids}
+        self.topics: dict[str, TopicState] = {}
+        self.auto_create_topics = auto_create_topics
+        self.default_partitions = default_partitions
+        self.transaction_max_timeout_ms = transaction_max_timeout_ms
+        self.features_epoch = 1
+        # (key_type, key) -> broker id, set by MockCluster.move_coordinator
+        self.coordinator_overrides: dict[tuple[int, str], int] = {}
+        self.txn: TransactionCoordinator = None  # type: ignore[assignment]  # set by MockCluster
+        self.groups: GroupCoordinator = None  # type: ignore[assignment]  # set by MockCluster
+        # free-form per-cluster settings other modules may read (e.g. group timeouts)
+        self.settings: dict[str, Any] = {}
+        # set when the cluster closes: handlers waiting on ``cond`` should answer and return
+        self.closed = False
+
+    # ----------------------------------------------------------------- basics
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def notify_all(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    def alive_broker_ids(self) -> list[int]:
+        return sorted(b for b, info in self.brokers.items() if info.alive)
+
+    def _ring_pick(self, start_index: int) -> int:
+        """The first alive broker at or after ``start_index`` in id order (wrapping)."""
+        ids = sorted(self.brokers)
+        n = len(ids)
+        for i in range(n):
+            candidate = ids[(start_index + i) % n]
+            if self.brokers[candidate].alive:
+                return candidate
+        return ids[start_index % n]  # none alive: the preferred one (requests cannot reach it anyway)
+
+    # ----------------------------------------------------------------- topics
+    def preferred_leader(self, topic: str, partition: int) -> int:
+        return self._ring_pick(_stable_hash(topic) + partition)
+
+    def create_topic(self, name: str, partitions: int | None = None) -> TopicState:
+        """Create ``name`` (idempotent: an existing topic is returned unchanged)."""
+        existing = self.topics.get(name)
+        if existing is not None:
+            return existing
+        count = self.default_partitions if partitions is None or partitions <= 0 else partitions
+        ids = sorted(self.brokers)
+        logs = []
+        for p in range(count):
+            preferred = ids[(_stable_hash(name) + p) % len(ids)]
+            logs.append(PartitionLog(name, p, self._ring_pick(ids.index(preferred))))
+        topic = TopicState(name, uuid.uuid4(), logs)
+        self.topics[name] = topic
+        self.notify_all()
+        return topic
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicState | None:
+        for topic in self.topics.values():
+            if topic.topic_id == topic_id:
+                return topic
+        return None
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
+        state = self.topics.get(topic)
+        if state is None or not 0 <= partition < len(state.partitions):
+            return None
+        return state.partitions[partition]
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        log = self.partition_log(topic, partition)
+        if log is None:
+            return -1
+        return log.leader_id
+
+    def replicas_of(self, topic: str, partition: int) -> list[int]:
+        """All brokers, starting at the partition's preferred leader (replication factor = cluster size)."""
+        ids = sorted(self.brokers)
+        start = (_stable_hash(topic) + partition) % len(ids)
+        return [ids[(start + i) % len(ids)] for i in range(len(ids))]
+
+    def rebalance_leaders(self) -> None:
+        """Move leadership off dead brokers and back to preferred leaders; bump epochs on every move."""
+        for topic in self.topics.values():
+            for log in topic.partitions:
+                wanted = self._ring_pick(
+                    sorted(self.brokers).index(self.replicas_of(topic.name, log.partition)[0])
+                )
+                if wanted != log.leader_id:
+                    log.set_leader(wanted, log.leader_epoch + 1)
+        self.notify_all()
+
+    # ----------------------------------------------------------- coordinators
+    def coordinator_for(self, key_type: int, key: str) -> int:
+        """The broker that coordinates ``key`` (0 = group, 1 = transactional id)."""
+        moved = self.coordinator_overrides.get((key_type, key))
+        if moved is not None:
+            return moved
+        ids = sorted(self.brokers)
+        return self._ring_pick(_stable_hash(key) % len(ids))
