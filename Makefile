@@ -1,0 +1,38 @@
+# Every target creates .venv on first use, so a fresh clone needs nothing but python3 (>= 3.10).
+# CI has network access to PyPI only: everything installed here comes from PyPI.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: test lint typecheck check demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamp files record what was installed, so repeated runs skip pip.
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+test: $(VENV)/.dev-installed
+	$(BIN)/pytest -q
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+
+typecheck: $(VENV)/.dev-installed
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m txnproducer demo
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,83 @@
+"""txnproducer: exactly-once writes to Apache Kafka from Python.
+
+The public API is what this module exports; everything under ``txnproducer._internal`` may change
+without notice. ``txnproducer.testing`` (the in-process mock cluster) is public but separate so that
+importing the producer never starts or imports test machinery.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from .config import ProducerConfig
+from .errors import (
+    AbortableError,
+    BrokerError,
+    ClosedError,
+    CommitFailedError,
+    ConfigError,
+    DeliveryTimeoutError,
+    FatalError,
+    GroupAuthorizationError,
+    IllegalStateError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    ProducerFencedError,
+    RecordTooLargeError,
+    RetriableError,
+    SerializationError,
+    TimeoutError,
+    TopicAuthorizationError,
+    TransactionAbortableError,
+    TransactionAbortedError,
+    TransactionalIdAuthorizationError,
+    TxnProducerError,
+    UnknownProducerIdError,
+    UnsupportedVersionError,
+)
+from .producer import RecordMetadata, TransactionalProducer
+
+try:
+    __version__ = importlib.metadata.version("txnproducer")
+except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "AbortableError",
+    "BrokerError",
+    "ClosedError",
+    "CommitFailedError",
+    "ConfigError",
+    "DeliveryTimeoutError",
+    "FatalError",
+    "GroupAuthorizationError",
+    "IllegalStateError",
+    "InvalidProducerEpochError",
+    "InvalidProducerIdMappingError",
+    "InvalidTransactionTimeoutError",
+    "InvalidTxnStateError",
+    "OffsetAndMetadata",
+    "OutOfOrderSequenceError",
+    "ProducerConfig",
+    "ProducerFencedError",
+    "RecordMetadata",
+    "RecordTooLargeError",
+    "RetriableError",
+    "SerializationError",
+    "TimeoutError",
+    "TopicAuthorizationError",
+    "TopicPartition",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
+    "TransactionalIdAuthorizationError",
+    "TransactionalProducer",
+    "TxnProducerError",
+    "UnknownProducerIdError",
+    "UnsupportedVersionError",
+    "__version__",
+]

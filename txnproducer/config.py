@@ -1,0 +1,669 @@
+"""Producer settings: one immutable, validated value object.
+
+Why a class rather than a ``**kwargs`` dict passed around: every setting is checked once, when the
+configuration is built, with a message that names the key, the bad value and what is allowed. The
+rest of the library can then trust the values (no re-validation deep inside the Sender thread,
+where an error would surface far from its cause).
+
+Names follow the Java client. Python code uses ``snake_case`` (``linger_ms``); mappings may also use
+the Java spelling (``"linger.ms"``), so a properties file written for the Java client works as is::
+
+    ProducerConfig(transactional_id="payments-1", linger_ms=5)
+    ProducerConfig.from_mapping({"transactional.id": "payments-1", "linger.ms": 5})
+
+Transactions constrain several settings (acks, idempotence, in-flight limit, retries); the checks
+and their messages follow the Java ``ProducerConfig`` so that a user moving between the two clients
+meets the same rules.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from .errors import ConfigError
+
+__all__ = ["COMPRESSION_TYPES", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "ProducerConfig"]
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+INT32_MAX = 2**31 - 1
+
+# Defaults that other defaults derive from (see the ``attrs.Factory`` fields below).
+_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+_DEFAULT_RETRY_BACKOFF_MAX_MS = 1_000
+_DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
+
+Serializer = Callable[[Any], bytes]
+Partitioner = Callable[[str, "bytes | None", "list[int]", "list[int]"], int]
+
+# --- validators --------------------------------------------------------------------------------
+# attrs validators receive (instance, attribute, value); each raises ConfigError with the message
+# format used throughout: "<key> must be <what is allowed>, got <value>".
+
+_V = TypeVar("_V")
+
+
+def _fail(name: str, allowed: str, value: object) -> ConfigError:
+    return ConfigError(f"{name} must be {allowed}, got {value!r}")
+
+
+def _int_range(lo: int, hi: int = INT32_MAX) -> Callable[[Any, attrs.Attribute[int], int], None]:
+    def check(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
+        # bool is an int subclass; "linger_ms=True" is always a mistake.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(attr.name, _describe_range(lo, hi), value)
+        if not lo <= value <= hi:
+            raise _fail(attr.name, _describe_range(lo, hi), value)
+
+    return check
+
+
+def _describe_range(lo: int, hi: int) -> str:
+    if hi == INT32_MAX:
+        return f"an int >= {lo}"
+    return f"an int between {lo} and {hi}"
+
+
+def _optional_str(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise _fail(attr.name, "a string or None", value)
+
+
+def _bool(_inst: Any, attr: attrs.Attribute[bool], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise _fail(attr.name, "True or False", value)
+
+
+def _optional_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise _fail(attr.name, "a callable or None", value)
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[str], str], None]:
+    def check(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
+        if value not in choices:
+            raise _fail(attr.name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+    return check
+
+
+def _optional_one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and value not in choices:
+            raise _fail(attr.name, "None or one of " + ", ".join(repr(c) for c in choices), value)
+
+    return check
+
+
+_HOST_PORT = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:,\[\]]+):\d{1,5}$")
+
+
+def _to_server_list(value: Any) -> list[str]:
+    """Accept "h1:9092,h2:9092" or ["h1:9092", "h2:9092"], as the Java client does."""
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [part.strip() if isinstance(part, str) else part for part in value]
+    else:
+        raise _fail("bootstrap_servers", 'a "host:port" string or a list of them', value)
+    for item in items:
+        if not isinstance(item, str) or not _HOST_PORT.match(item):
+            raise ConfigError(
+                f'bootstrap_servers must be a "host:port" string or a list of them, got {value!r} '
+                f"(bad entry {item!r})"
+            )
+    if not items:
+        raise _fail("bootstrap_servers", "a non-empty list of host:port", value)
+    return items
+
+
+def _to_acks(value: Any) -> str:
+    """Normalise the spellings of "all" (-1, "-1") so the rest of the library sees one value."""
+    if value in ("all", "-1") or (value == -1 and not isinstance(value, bool)):
+        return "all"
+    raise ConfigError(
+        f"acks must be 'all' (or -1) for a transactional producer, got {value!r}: "
+        "transactions need every in-sync replica to acknowledge (Java: 'Must set acks to all in order "
+        "to use the idempotent producer')"
+    )
+
+
+def _to_compression(value: Any) -> str:
+    if isinstance(value, str):
+        lowered = value.lower()
+        if lowered in COMPRESSION_TYPES:
+            return lowered
+    if value is None:
+        return "none"
+    raise _fail("compression_type", "one of " + ", ".join(repr(c) for c in COMPRESSION_TYPES), value)
+
+
+def _to_upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+def _check_transactional_id(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise _fail(attr.name, "a non-empty string (transactions need an id)", value)
+
+
+# --- the compression codec check ----------------------------------------------------------------
+
+# codec -> (kafka.codec probe, the PyPI package that provides it)
+_CODEC_PACKAGES: dict[str, tuple[str, str]] = {
+    "snappy": ("has_snappy", "python-snappy"),
+    "lz4": ("has_lz4", "lz4"),
+    "zstd": ("has_zstd", "zstandard"),
+}
+
+
+def _codec_available(codec: str) -> bool:
+    if codec not in _CODEC_PACKAGES:
+        return True  # none and gzip (stdlib)
+    import kafka.codec
+
+    probe: Callable[[], bool] = getattr(kafka.codec, _CODEC_PACKAGES[codec][0])
+    return bool(probe())
+
+
+def _software_version() -> str:
+    try:
+        return importlib.metadata.version("txnproducer")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+# Defaults derived from other fields. They run before the validators, so they must tolerate a
+# wrongly typed input (the validator of that input then reports it).
+
+
+def _int_or(value: object, fallback: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else fallback
+
+
+def _derived_delivery_timeout(cfg: Any) -> int:
+    linger = _int_or(cfg.linger_ms, 0)
+    request = _int_or(cfg.request_timeout_ms, 0)
+    return max(_DEFAULT_DELIVERY_TIMEOUT_MS, linger + request)
+
+
+def _derived_retry_backoff_max(cfg: Any) -> int:
+    return max(_DEFAULT_RETRY_BACKOFF_MAX_MS, _int_or(cfg.retry_backoff_ms, 0))
+
+
+def _derived_reconnect_backoff_max(cfg: Any) -> int:
+    return max(_DEFAULT_RECONNECT_BACKOFF_MAX_MS, _int_or(cfg.reconnect_backoff_ms, 0))
+
+
+def _doc(text: str, java: str | None = None) -> dict[str, str]:
+    return {"doc": text, "java": java or ""}
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ProducerConfig:
+    """Validated settings of a :class:`~txnproducer.TransactionalProducer`.
+
+    Every key below may be given in Python spelling (``linger_ms``) or, through
+    :meth:`from_mapping`, in Java spelling (``linger.ms``). Invalid values raise
+    :class:`~txnproducer.errors.ConfigError` naming the key, the value and what is allowed.
+
+    =========================================  ==================  ==========================================
+    key                                        default             meaning
+    =========================================  ==================  ==========================================
+    ``bootstrap_servers``                      ``localhost:9092``  brokers to learn the cluster from
+    ``transactional_id``                       (required)          identity that survives restarts; fences
+                                                                   older producers with the same id
+    ``client_id``                              ``None``            name in broker logs/quotas; ``None`` means
+                                                                   ``producer-<transactional_id>``
+    ``acks``                                   ``all``             only ``all``/``-1``: transactions need it
+    ``enable_idempotence``                     ``True``            must stay ``True`` for transactions
+    ``max_in_flight_requests_per_connection``  ``5``               1..5 (ordering guarantee limit)
+    ``retries``                                ``2147483647``      >= 1; bounded by ``delivery_timeout_ms``
+    ``transaction_timeout_ms``                 ``60000``           broker aborts a transaction open longer
+    ``delivery_timeout_ms``                    ``120000``          upper bound on reporting a send's outcome;
+                                                                   >= ``linger_ms + request_timeout_ms``
+    ``request_timeout_ms``                     ``30000``           wait for one broker answer
+    ``max_block_ms``                           ``60000``           bound on blocking calls (``send`` when the
+                                                                   buffer is full, init/commit/abort)
+    ``linger_ms``                              ``5``               wait this long to fill a batch
+    ``batch_size``                             ``16384``           bytes per partition batch (0 = no batching)
+    ``buffer_memory``                          ``33554432``        bytes of records waiting to be sent
+    ``max_request_size``                       ``1048576``         largest produce request / record
+    ``compression_type``                       ``none``            none, gzip, snappy, lz4, zstd
+    ``retry_backoff_ms``                       ``100``             first wait before retrying a request
+    ``retry_backoff_max_ms``                   ``1000``            cap of the exponential retry backoff
+    ``transaction_retry_backoff_ms``           ``20``              retry wait after CONCURRENT_TRANSACTIONS
+    ``metadata_max_age_ms``                    ``300000``          refresh metadata at least this often
+    ``reconnect_backoff_ms``                   ``50``              first wait before reconnecting
+    ``reconnect_backoff_max_ms``               ``1000``            cap of the reconnect backoff
+    ``socket_connection_setup_timeout_ms``     ``10000``           bound on establishing a connection
+    ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
+    ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
+    ``partitioner``                            ``None``            ``(topic, key, all, available) -> int``;
+                                                                   ``None``: murmur2 of key / sticky
+    ``security_protocol``                      ``PLAINTEXT``       PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-*, GSSAPI, OAUTHBEARER
+    ``sasl_plain_username``                    ``None``            user for PLAIN / SCRAM
+    ``sasl_plain_password``                    ``None``            password for PLAIN / SCRAM
+    ``ssl_cafile``                             ``None``            CA bundle to verify brokers
+    ``ssl_certfile``                           ``None``            client certificate (mutual TLS)
+    ``ssl_keyfile``                            ``None``            client private key (mutual TLS)
+    ``ssl_check_hostname``                     ``True``            verify the broker's host name
+    =========================================  ==================  ==========================================
+
+    ``delivery_timeout_ms``, ``retry_backoff_max_ms`` and ``reconnect_backoff_max_ms`` default to
+    their Java defaults raised where needed so that the defaults never contradict an explicit
+    setting (Java does the same for ``delivery.timeout.ms``); an explicit contradicting value is an error.
+    """
+
+    # --- identity and cluster ----------------------------------------------------------------
+    transactional_id: str = attrs.field(
+        validator=_check_transactional_id,
+        metadata=_doc(
+            "Identity of the producer across restarts; a new producer with the same id "
+            "fences the old one and aborts its open transaction. Required."
+        ),
+    )
+    bootstrap_servers: list[str] = attrs.field(
+        default="localhost:9092",
+        converter=_to_server_list,
+        metadata=_doc('Brokers to bootstrap from: "host:port", comma-separated string or list.'),
+    )
+    client_id: str | None = attrs.field(
+        default=None,
+        validator=_optional_str,
+        metadata=_doc("Client name sent to brokers (logs, quotas). None: producer-<transactional_id>."),
+    )
+
+    # --- delivery guarantees (fixed by transactions) -------------------------------------------
+    acks: str = attrs.field(
+        default="all",
+        converter=_to_acks,
+        metadata=_doc(
+            'Only "all" (or -1) is accepted: a transaction must not commit records a '
+            "leader failover could lose."
+        ),
+    )
+    enable_idempotence: bool = attrs.field(
+        default=True,
+        validator=_bool,
+        metadata=_doc("Must stay True: transactions are built on the idempotent producer."),
+    )
+    max_in_flight_requests_per_connection: int = attrs.field(
+        default=5,
+        validator=_int_range(1, 5),
+        metadata=_doc(
+            "Produce requests in flight per broker, 1..5; the broker keeps the last 5 "
+            "batches per producer to detect duplicates, so more would break ordering."
+        ),
+    )
+    retries: int = attrs.field(
+        default=INT32_MAX,
+        validator=_int_range(1),
+        metadata=_doc("Retries of a failed batch (>= 1); in practice delivery_timeout_ms bounds them."),
+    )
+
+    # --- timeouts ---------------------------------------------------------------------------------
+    transaction_timeout_ms: int = attrs.field(
+        default=60_000,
+        validator=_int_range(1),
+        metadata=_doc(
+            "The coordinator aborts a transaction open longer than this; must not exceed "
+            "the broker's transaction.max.timeout.ms (default 900000)."
+        ),
+    )
+    linger_ms: int = attrs.field(
+        default=5,
+        validator=_int_range(0),
+        metadata=_doc("How long a partially filled batch waits for more records before it is sent."),
+    )
+    request_timeout_ms: int = attrs.field(
+        default=30_000,
+        validator=_int_range(0),
+        metadata=_doc("How long to wait for one broker answer before retrying."),
+    )
+    delivery_timeout_ms: int = attrs.field(
+        default=attrs.Factory(lambda self: _derived_delivery_timeout(self), takes_self=True),
+        validator=_int_range(0),
+        metadata=_doc(
+            "Upper bound on the time to report the outcome of send(); past it the batch "
+            "fails and the transaction must abort. Must be >= linger_ms + request_timeout_ms."
+        ),
+    )
+    max_block_ms: int = attrs.field(
+        default=60_000,
+        validator=_int_range(0),
+        metadata=_doc(
+            "Bound on blocking calls: send() waiting for buffer memory or metadata, "
+            "init_transactions(), commit_transaction(), abort_transaction()."
+        ),
+    )
+
+    # --- batching ---------------------------------------------------------------------------------
+    batch_size: int = attrs.field(
+        default=16_384,
+        validator=_int_range(0),
+        metadata=_doc("Target bytes of a per-partition batch (0 disables batching: one record each)."),
+    )
+    buffer_memory: int = attrs.field(
+        default=33_554_432,
+        validator=_int_range(0, 2**63 - 1),
+        metadata=_doc("Bytes of records waiting to be sent; send() blocks (max_block_ms) when full."),
+    )
+    max_request_size: int = attrs.field(
+        default=1_048_576,
+        validator=_int_range(0),
+        metadata=_doc("Largest produce request, and so the largest record, in bytes."),
+    )
+    compression_type: str = attrs.field(
+        default="none",
+        converter=_to_compression,
+        metadata=_doc(
+            "Batch compression: none, gzip, snappy, lz4 or zstd (the codec's Python "
+            "package must be installed)."
+        ),
+    )
+
+    # --- retries and backoff ------------------------------------------------------------------------
+    retry_backoff_ms: int = attrs.field(
+        default=100,
+        validator=_int_range(0),
+        metadata=_doc("First wait before retrying a failed request; grows exponentially."),
+    )
+    retry_backoff_max_ms: int = attrs.field(
+        default=attrs.Factory(lambda self: _derived_retry_backoff_max(self), takes_self=True),
+        validator=_int_range(0),
+        metadata=_doc("Cap of the exponential retry backoff (>= retry_backoff_ms)."),
+    )
+    transaction_retry_backoff_ms: int = attrs.field(
+        default=20,
+        validator=_int_range(0),
+        metadata=_doc(
+            "Wait before retrying a transactional request answered CONCURRENT_TRANSACTIONS "
+            "(the previous transaction's markers are still being written)."
+        ),
+    )
+    metadata_max_age_ms: int = attrs.field(
+        default=300_000,
+        validator=_int_range(0),
+        metadata=_doc("Refresh cluster metadata at least this often even without errors."),
+    )
+    reconnect_backoff_ms: int = attrs.field(
+        default=50,
+        validator=_int_range(0),
+        metadata=_doc("First wait before reconnecting to a broker; grows exponentially."),
+    )
+    reconnect_backoff_max_ms: int = attrs.field(
+        default=attrs.Factory(lambda self: _derived_reconnect_backoff_max(self), takes_self=True),
+        validator=_int_range(0),
+        metadata=_doc("Cap of the reconnect backoff (>= reconnect_backoff_ms)."),
+    )
+    socket_connection_setup_timeout_ms: int = attrs.field(
+        default=10_000,
+        validator=_int_range(0),
+        metadata=_doc("Bound on establishing one TCP (and TLS/SASL) connection."),
+    )
+
+    # --- record handling ------------------------------------------------------------------------------
+    key_serializer: Serializer | None = attrs.field(
+        default=None,
+        validator=_optional_callable,
+        metadata=_doc("Turns a key into bytes; None: keys must already be bytes (or None)."),
+    )
+    value_serializer: Serializer | None = attrs.field(
+        default=None,
+        validator=_optional_callable,
+        metadata=_doc("Turns a value into bytes; None: values must already be bytes (or None)."),
+    )
+    partitioner: Partitioner | None = attrs.field(
+        default=None,
+        validator=_optional_callable,
+        metadata=_doc(
+            "(topic, key bytes, all partitions, available partitions) -> partition; "
+            "None: murmur2 of the key as Java does, sticky partitioning for null keys.",
+            java="partitioner.class",
+        ),
+    )
+
+    # --- security -----------------------------------------------------------------------------------
+    security_protocol: str = attrs.field(
+        default="PLAINTEXT",
+        converter=_to_upper,
+        validator=_one_of(SECURITY_PROTOCOLS),
+        metadata=_doc("PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
+    )
+    sasl_mechanism: str | None = attrs.field(
+        default=None,
+        converter=_to_upper,
+        validator=_optional_one_of(SASL_MECHANISMS),
+        metadata=_doc(
+            "SASL mechanism for SASL_* protocols: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER."
+        ),
+    )
+    sasl_plain_username: str | None = attrs.field(
+        default=None, validator=_optional_str, metadata=_doc("User name for PLAIN and SCRAM.")
+    )
+    sasl_plain_password: str | None = attrs.field(
+        default=None, validator=_optional_str, repr=False, metadata=_doc("Password for PLAIN and SCRAM.")
+    )
+    ssl_cafile: str | None = attrs.field(
+        default=None, validator=_optional_str, metadata=_doc("CA file to verify broker certificates.")
+    )
+    ssl_certfile: str | None = attrs.field(
+        default=None, validator=_optional_str, metadata=_doc("Client certificate for mutual TLS.")
+    )
+    ssl_keyfile: str | None = attrs.field(
+        default=None, validator=_optional_str, metadata=_doc("Client private key for mutual TLS.")
+    )
+    ssl_check_hostname: bool = attrs.field(
+        default=True, validator=_bool, metadata=_doc("Check that the broker certificate matches its host.")
+    )
+
+    def __attrs_post_init__(self) -> None:
+        """Cross-field rules, as the Java client's ProducerConfig/KafkaProducer checks them."""
+        if not self.enable_idempotence:
+            raise ConfigError(
+                "enable_idempotence must be True for a transactional producer, got False "
+                "(Java: 'Cannot set a transactional.id without also enabling idempotence')"
+            )
+        if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+            raise ConfigError(
+                f"delivery_timeout_ms must be >= linger_ms + request_timeout_ms "
+                f"({self.linger_ms} + {self.request_timeout_ms} = "
+                f"{self.linger_ms + self.request_timeout_ms}), got {self.delivery_timeout_ms}"
+            )
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ConfigError(
+                f"retry_backoff_max_ms must be >= retry_backoff_ms ({self.retry_backoff_ms}), "
+                f"got {self.retry_backoff_max_ms}"
+            )
+        if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
+            raise ConfigError(
+                f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms ({self.reconnect_backoff_ms}), "
+                f"got {self.reconnect_backoff_max_ms}"
+            )
+        if not _codec_available(self.compression_type):
+            package = _CODEC_PACKAGES[self.compression_type][1]
+            raise ConfigError(
+                f"compression_type {self.compression_type!r} needs the Python package {package!r}, "
+                f"which is not installed (pip install {package}); or choose one of 'none', 'gzip'"
+            )
+        if self.sasl_mechanism is not None and not self.security_protocol.startswith("SASL_"):
+            raise ConfigError(
+                f"sasl_mechanism is set ({self.sasl_mechanism!r}) but security_protocol is "
+                f"{self.security_protocol!r}; use 'SASL_PLAINTEXT' or 'SASL_SSL'"
+            )
+        if self.security_protocol.startswith("SASL_"):
+            if self.sasl_mechanism is None:
+                raise ConfigError(
+                    f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)} when security_protocol "
+                    f"is {self.security_protocol!r}, got None"
+                )
+            if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
+                not self.sasl_plain_username or self.sasl_plain_password is None
+            ):
+                raise ConfigError(
+                    f"sasl_plain_username and sasl_plain_password must be set for sasl_mechanism "
+                    f"{self.sasl_mechanism!r}"
+                )
+
+    # --- construction from other spellings -----------------------------------------------------------
+
+    @classmethod
+    def key_names(cls) -> tuple[str, ...]:
+        """All setting names in Python spelling, in declaration order."""
+        return tuple(a.name for a in attrs.fields(cls))
+
+    @classmethod
+    def java_name(cls, key: str) -> str:
+        """The Java client's name of a setting (``linger_ms`` -> ``linger.ms``)."""
+        attr = attrs.fields_dict(cls)[key]
+        java: str = attr.metadata.get("java") or key.replace("_", ".")
+        return java
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, str, object, str]]:
+        """``(python name, java name, default, meaning)`` for every key; used to document them."""
+        rows: list[tuple[str, str, object, str]] = []
+        for attr in attrs.fields(cls):
+            default = attr.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                default = {
+                    "delivery_timeout_ms": _DEFAULT_DELIVERY_TIMEOUT_MS,
+                    "retry_backoff_max_ms": _DEFAULT_RETRY_BACKOFF_MAX_MS,
+                    "reconnect_backoff_max_ms": _DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+                }[attr.name]
+            elif default is attrs.NOTHING:
+                default = "(required)"
+            rows.append((attr.name, cls.java_name(attr.name), default, attr.metadata["doc"]))
+        return rows
+
+    @classmethod
+    def normalize_keys(cls, mapping: Mapping[str, Any]) -> dict[str, Any]:
+        """Map Java or Python names to Python names; reject unknown or repeated keys.
+
+        Unknown keys are an error rather than ignored: a misspelt ``"linger.ms"`` silently falling
+        back to the default is the kind of bug that only shows up under load.
+        """
+        aliases = _aliases()
+        out: dict[str, Any] = {}
+        given_as: dict[str, str] = {}
+        for raw_key, value in mapping.items():
+            if not isinstance(raw_key, str):
+                raise ConfigError(f"configuration keys must be strings, got {raw_key!r}")
+            key = aliases.get(raw_key)
+            if key is None:
+                matches = difflib.get_close_matches(raw_key, list(aliases), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
+                raise ConfigError(f"unknown configuration key {raw_key!r}{hint}")
+            if key in out:
+                raise ConfigError(
+                    f"configuration key {key!r} given twice (as {given_as[key]!r} and {raw_key!r})"
+                )
+            out[key] = value
+            given_as[key] = raw_key
+        return out
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> ProducerConfig:
+        """Build from a dict using Python (``linger_ms``) and/or Java (``linger.ms``) names.
+
+        Values may also be text, as read from a Java ``.properties`` file: ``"5"`` for an int
+        setting and ``"true"``/``"false"`` for a boolean one are converted first.
+        """
+        values = {key: _coerce_text(key, value) for key, value in cls.normalize_keys(mapping).items()}
+        if "transactional_id" not in values:
+            raise ConfigError("transactional_id (transactional.id) is required, got no value")
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> ProducerConfig:
+        """A copy with some settings changed (either spelling), validated like a new config.
+
+        Derived defaults (``delivery_timeout_ms`` and the two ``*_backoff_max_ms``) that were not
+        set explicitly are recomputed, so raising ``request_timeout_ms`` alone stays valid.
+        """
+        changes = self.normalize_keys(overrides)
+        values: dict[str, Any] = {a.name: getattr(self, a.name) for a in attrs.fields(type(self))}
+        for key, derived in self._derived_defaults().items():
+            if key not in changes and values[key] == derived:
+                del values[key]
+        values.update(changes)
+        return type(self)(**values)
+
+    def _derived_defaults(self) -> dict[str, int]:
+        return {
+            "delivery_timeout_ms": _derived_delivery_timeout(self),
+            "retry_backoff_max_ms": _derived_retry_backoff_max(self),
+            "reconnect_backoff_max_ms": _derived_reconnect_backoff_max(self),
+        }
+
+    # --- views for the layers below ----------------------------------------------------------------
+
+    @property
+    def effective_client_id(self) -> str:
+        """The client id sent to brokers; the Java client's default is ``producer-<transactional.id>``."""
+        return self.client_id if self.client_id is not None else f"producer-{self.transactional_id}"
+
+    def kafka_client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for kafka-python's ``KafkaNetClient`` / ``KafkaConnectionManager``.
+
+        Only connection-level settings go here; batching and transaction settings stay with the
+        producer's own components.
+        """
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": list(self.bootstrap_servers),
+            "client_id": self.effective_client_id,
+            "client_software_name": "txnproducer",
+            "client_software_version": _software_version(),
+            "request_timeout_ms": self.request_timeout_ms,
+            "reconnect_backoff_ms": self.reconnect_backoff_ms,
+            "reconnect_backoff_max_ms": self.reconnect_backoff_max_ms,
+            "socket_connection_setup_timeout_ms": self.socket_connection_setup_timeout_ms,
+            "max_in_flight_requests_per_connection": self.max_in_flight_requests_per_connection,
+            "metadata_max_age_ms": self.metadata_max_age_ms,
+            "security_protocol": self.security_protocol,
+            "ssl_check_hostname": self.ssl_check_hostname,
+        }
+        optional = {
+            "sasl_mechanism": self.sasl_mechanism,
+            "sasl_plain_username": self.sasl_plain_username,
+            "sasl_plain_password": self.sasl_plain_password,
+            "ssl_cafile": self.ssl_cafile,
+            "ssl_certfile": self.ssl_certfile,
+            "ssl_keyfile": self.ssl_keyfile,
+        }
+        kwargs.update({k: v for k, v in optional.items() if v is not None})
+        return kwargs
+
+
+_INT_TEXT = re.compile(r"^\s*-?\d+\s*$")
+
+
+def _coerce_text(key: str, value: Any) -> Any:
+    """Convert properties-file text to the setting's type; anything else is left to the validators."""
+    if not isinstance(value, str):
+        return value
+    default = attrs.fields_dict(ProducerConfig)[key].default
+    if isinstance(default, bool):
+        lowered = value.strip().lower()
+        return {"true": True, "false": False}.get(lowered, value)
+    if isinstance(default, (int, attrs.Factory)) and _INT_TEXT.match(value):  # type: ignore[arg-type]
+        return int(value)
+    return value
+
+
+def _aliases() -> dict[str, str]:
+    """Every accepted spelling -> Python name."""
+    table: dict[str, str] = {}
+    for key in ProducerConfig.key_names():
+        table[key] = key
+        table[key.replace("_", ".")] = key
+        table[ProducerConfig.java_name(key)] = key
+    return table
