@@ -1,0 +1,317 @@
+"""TransactionalProducer end to end against the MockCluster, on both transaction versions.
+
+What a user relies on: committed records are visible to read_committed consumers once and in
+order; aborted ones never; a newer instance fences an older one; dropped connections cause
+retries but no duplicates; and the wire order the coordinator needs (TV1 AddPartitionsToTxn before
+Produce, EndTxn after the last Produce answer; TV2 no Add* requests and one epoch bump per
+transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
+
+from txnproducer import errors
+from txnproducer.producer import TransactionalProducer
+from txnproducer.testing import MockCluster
+
+TVS = pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True, ids=["tv1", "tv2"])
+
+
+@pytest.fixture
+def make_producer(mock_cluster: MockCluster) -> Iterator[Any]:
+    producers: list[TransactionalProducer] = []
+
+    def make(txn_id: str = "tx-test", **settings: Any) -> TransactionalProducer:
+        settings.setdefault("max_block_ms", 10_000)
+        settings.setdefault("request_timeout_ms", 5_000)
+        settings.setdefault("delivery_timeout_ms", 20_000)
+        producer = TransactionalProducer(
+            bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=txn_id, **settings)
+        producers.append(producer)
+        return producer
+
+    yield make
+    for producer in producers:
+        producer.close(5)
+
+
+def committed_values(cluster: MockCluster, topic: str, partition: int) -> list[bytes]:
+    return [r.value for r in cluster.partition_records(topic, partition, read_committed=True)]
+
+
+@TVS
+def test_committed_records_are_visible_once_and_in_order(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("orders", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    expected: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    for txn in range(3):
+        with producer.transaction():
+            for i in range(30):
+                value = b"%d-%d" % (txn, i)
+                future = producer.send("orders", value, partition=i % 3)
+                expected[i % 3].append(value)
+        assert future.get(5).partition == 2
+    assert producer.transaction_version == (2 if mock_cluster.state.transaction_version >= 2 else 1)
+    consumer = KafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers,
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             consumer_timeout_ms=20000)
+    try:
+        consumer.assign([TopicPartition("orders", p) for p in range(3)])
+        consumer.seek_to_beginning()
+        seen: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+        for count, message in enumerate(consumer, start=1):
+            seen[message.partition].append(message.value)
+            if count == 90:
+                break
+    finally:
+        consumer.close()
+    assert seen == expected
+
+
+@TVS
+def test_aborted_records_are_never_visible(mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("aborts", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    futures = [producer.send("aborts", b"gone-%d" % i, partition=0) for i in range(10)]
+    producer.flush(10)
+    assert all(f.get(1).offset >= 0 for f in futures)  # written to the log, but uncommitted
+    producer.abort_transaction()
+    with pytest.raises(RuntimeError), producer.transaction():
+        producer.send("aborts", b"also-gone", partition=0)
+        raise RuntimeError("application failure inside the transaction")
+    with producer.transaction():
+        producer.send("aborts", b"kept", partition=0)
+    assert committed_values(mock_cluster, "aborts", 0) == [b"kept"]
+
+
+@TVS
+def test_second_instance_fences_the_first(mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("fence", partitions=1)
+    first = make_producer("tx-fence")
+    first.init_transactions()
+    first.begin_transaction()
+    first.send("fence", b"zombie", partition=0)
+    first.flush(10)
+    second = make_producer("tx-fence")
+    second.init_transactions()
+    assert second.producer_id == first.producer_id and second.epoch > first.epoch
+    with pytest.raises(errors.ProducerFencedError):
+        first.commit_transaction()
+    with pytest.raises((errors.ProducerFencedError, errors.IllegalStateError)):
+        first.begin_transaction()
+    with second.transaction():
+        second.send("fence", b"live", partition=0)
+    assert committed_values(mock_cluster, "fence", 0) == [b"live"]
+
+
+@TVS
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_dropped_produce_connections_are_retried_without_duplicates(
+        mock_cluster: MockCluster, make_producer: Any, when: str) -> None:
+    mock_cluster.create_topic("drops", partitions=2)
+    producer = make_producer(linger_ms=0, retry_backoff_ms=10)
+    producer.init_transactions()
+    mock_cluster.drop_connection_after("Produce", count=2, when=when)
+    values = [b"r-%d" % i for i in range(40)]
+    with producer.transaction():
+        for i, value in enumerate(values):
+            producer.send("drops", value, partition=i % 2)
+    assert committed_values(mock_cluster, "drops", 0) == values[0::2]
+    assert committed_values(mock_cluster, "drops", 1) == values[1::2]
+    assert any(e.dropped for e in mock_cluster.request_log if e.api == "Produce")
+
+
+@pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
+def test_tv1_wire_order(mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("order1", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    per_txn = 12  # 4 records per partition per transaction
+    for _ in range(3):
+        with producer.transaction():
+            for i in range(per_txn):
+                producer.send("order1", b"x", partition=i % 3)
+    log = mock_cluster.request_log
+    end_txns = [e for e in log if e.api == "EndTxn"]
+    assert len(end_txns) == 3 and all(not e.error_codes for e in end_txns)
+    assert all(e.version <= 4 for e in end_txns)
+    produces = [e for e in log if e.api == "Produce" and not e.dropped]
+    assert produces and all(e.version <= 11 for e in produces)
+    epochs = {b[3] for e in produces for b in e.fields["batches"]}
+    assert len(epochs) == 1  # TV1 keeps one epoch across transactions
+    for produce in produces:
+        txn_start = max((e.seq for e in end_txns if e.seq < produce.seq), default=-1)
+        for topic, partition, *_ in produce.fields["batches"]:
+            assert any(
+                a.api == "AddPartitionsToTxn" and not a.error_codes and txn_start < a.seq < produce.seq
+                and (topic, partition) in a.fields["partitions"] for a in log), produce
+    # every batch of transaction n (sequences below 4*(n+1) per partition) precedes EndTxn n
+    for n, end in enumerate(end_txns):
+        for produce in produces:
+            for _t, _p, _pid, _epoch, base_seq, count, transactional in produce.fields["batches"]:
+                assert transactional
+                if base_seq + count <= 4 * (n + 1):
+                    assert produce.seq < end.seq
+
+
+@pytest.mark.parametrize("mock_cluster", [2], indirect=True, ids=["tv2"])
+def test_tv2_wire_has_no_add_requests_and_bumps_epoch_per_transaction(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("order2", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    start_epoch = producer.epoch
+    for n in range(3):
+        with producer.transaction():
+            for i in range(9):
+                producer.send("order2", b"y", partition=i % 3)
+            producer.send_offsets_to_transaction({TopicPartition("in", 0): 10 * (n + 1)}, "group-tv2")
+        assert producer.epoch == start_epoch + n + 1
+    log = mock_cluster.request_log
+    assert not [e for e in log if e.api in ("AddPartitionsToTxn", "AddOffsetsToTxn")]
+    produces = [e for e in log if e.api == "Produce"]
+    assert all(e.version >= 12 for e in produces)
+    produce_epochs = sorted({b[3] for e in produces for b in e.fields["batches"]})
+    assert produce_epochs == [start_epoch, start_epoch + 1, start_epoch + 2]
+    end_txns = [e for e in log if e.api == "EndTxn"]
+    assert [e.fields["producer_epoch"] for e in end_txns] == produce_epochs
+    for end in end_txns:
+        epoch = end.fields["producer_epoch"]
+        assert all(p.seq < end.seq for p in produces
+                   if any(b[3] == epoch for b in p.fields["batches"]))
+    assert mock_cluster.committed_offsets("group-tv2")[("in", 0)] == 30
+
+
+@TVS
+def test_send_offsets_commit_with_the_transaction_only(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    producer = make_producer()
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("out", b"a", partition=0)
+        producer.send_offsets_to_transaction({TopicPartition("in", 0): 5}, "g-off")
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction({TopicPartition("in", 0): 9}, "g-off")
+    producer.abort_transaction()
+    assert mock_cluster.committed_offsets("g-off") == {("in", 0): 5}
+
+
+def test_api_misuse_raises_typed_errors(mock_cluster: MockCluster, make_producer: Any) -> None:
+    producer = make_producer()
+    with pytest.raises(errors.IllegalStateError):
+        producer.begin_transaction()  # before init_transactions
+    producer.init_transactions()
+    with pytest.raises(errors.IllegalStateError):
+        producer.send("t", b"x")  # no transaction open
+    with pytest.raises(errors.IllegalStateError):
+        producer.commit_transaction()
+    producer.begin_transaction()
+    with pytest.raises(errors.SerializationError):
+        producer.send("t", 12345)
+    with pytest.raises(errors.RecordTooLargeError):
+        producer.send("t", b"x" * 2_000_000)
+    with pytest.raises(errors.ConfigError):
+        producer.send("t", b"x", partition=99)
+    with pytest.raises(errors.ConfigError):
+        producer.send("not a topic!", b"x")
+    producer.abort_transaction()
+    producer.close()
+    with pytest.raises(errors.ClosedError):
+        producer.begin_transaction()
+    with pytest.raises(errors.ClosedError):
+        producer.send("t", b"x")
+
+
+def test_init_transactions_times_out_when_the_cluster_is_unreachable() -> None:
+    producer = TransactionalProducer(bootstrap_servers="127.0.0.1:1", transactional_id="tx-nowhere",
+                                     max_block_ms=300, request_timeout_ms=200, linger_ms=0,
+                                     delivery_timeout_ms=1000)
+    try:
+        with pytest.raises(errors.TimeoutError, match="ms"):
+            producer.init_transactions()
+        with pytest.raises(errors.TimeoutError):
+            producer.init_transactions(timeout=0.1)
+    finally:
+        producer.close(1)
+
+
+def test_keyed_records_use_java_compatible_partitioning(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("keyed", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    with producer.transaction():
+        futures = {key: producer.send("keyed", b"v", key=key) for key in (b"a", b"b", b"c", b"key-42")}
+    # partitions the Java client's DefaultPartitioner picks for these keys with 3 partitions
+    from kafka.partitioner.default import murmur2
+
+    assert {k: f.get(5).partition for k, f in futures.items()} == {
+        k: (murmur2(k) & 0x7FFFFFFF) % 3 for k in futures}
+    assert producer.partitions_for("keyed") == [0, 1, 2]
+
+
+def test_send_to_a_missing_topic_times_out_within_max_block() -> None:
+    with MockCluster(num_brokers=1, auto_create_topics=False) as cluster:
+        producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                         transactional_id="tx-missing", max_block_ms=400)
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+            with pytest.raises(errors.TimeoutError, match="not present in metadata"):
+                producer.send("does-not-exist", b"x")
+            cluster.create_topic("exists-now", partitions=2)
+            assert producer.partitions_for("exists-now") == [0, 1]
+            producer.abort_transaction()
+        finally:
+            producer.close(5)
+
+
+@TVS
+def test_consume_transform_produce_commits_offsets_with_the_output(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("eos-in", partitions=1)
+    mock_cluster.create_topic("eos-out", partitions=1)
+    seed = make_producer("tx-seed")
+    seed.init_transactions()
+    with seed.transaction():
+        for i in range(10):
+            seed.send("eos-in", b"%d" % i, partition=0)
+    consumer = KafkaConsumer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, group_id="eos-group",
+        isolation_level="read_committed", enable_auto_commit=False, auto_offset_reset="earliest",
+        session_timeout_ms=3000, heartbeat_interval_ms=100, max_poll_interval_ms=4000,
+        request_timeout_ms=10000, metadata_max_age_ms=1000, retry_backoff_ms=50)
+    producer = make_producer("tx-eos")
+    producer.init_transactions()
+    try:
+        assert consumer.partitions_for_topic("eos-in") == {0}
+        consumer.subscribe(["eos-in"])
+        seen: list[bytes] = []
+        for _ in range(100):
+            batch = consumer.poll(timeout_ms=200)
+            if not batch:
+                if len(seen) == 10:
+                    break
+                continue
+            with producer.transaction():
+                for tp, messages in batch.items():
+                    for message in messages:
+                        seen.append(message.value)
+                        producer.send("eos-out", message.value.upper(), partition=0)
+                    offsets = {tp: messages[-1].offset + 1}
+                producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+    finally:
+        consumer.close(autocommit=False)
+    assert seen == [b"%d" % i for i in range(10)]
+    assert committed_values(mock_cluster, "eos-out", 0) == seen
+    assert mock_cluster.committed_offsets("eos-group")[("eos-in", 0)] == 10

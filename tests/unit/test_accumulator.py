@@ -1,0 +1,287 @@
+"""RecordAccumulator: batching, readiness, memory bounds, drain gating and retry ordering."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import attrs
+import pytest
+from kafka.record import MemoryRecords
+from kafka.record.default_records import DefaultRecordBatch
+from kafka.structs import TopicPartition
+
+from txnproducer import errors
+from txnproducer._internal.accumulator import RecordAccumulator, RecordMetadata
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+LEADERS = {TP0: 1, TP1: 2}
+
+
+@attrs.define
+class PidEpoch:
+    producer_id: int
+    epoch: int
+
+
+class FakeTM:
+    """Just the TransactionManager calls the accumulator makes."""
+
+    def __init__(self) -> None:
+        self.allowed: set[TopicPartition] = {TP0, TP1}
+        self.sequences: dict[TopicPartition, int] = {}
+        self.producer_id_and_epoch = PidEpoch(1000, 3)
+
+    def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
+        return tp in self.allowed
+
+    def sequence_number(self, tp: TopicPartition) -> int:
+        return self.sequences.get(tp, 0)
+
+    def increment_sequence(self, tp: TopicPartition, increment: int) -> None:
+        self.sequences[tp] = self.sequences.get(tp, 0) + increment
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(**kw: Any) -> tuple[RecordAccumulator, FakeTM, Clock]:
+    tm = FakeTM()
+    clock = Clock()
+    settings: dict[str, Any] = {"batch_size": 1024, "linger_ms": 10, "retry_backoff_ms": 100,
+                                "retry_backoff_max_ms": 1000}
+    settings.update(kw)
+    acc = RecordAccumulator(transaction_manager=tm, clock=clock, **settings)
+    return acc, tm, clock
+
+
+def leader(tp: TopicPartition) -> int | None:
+    return LEADERS.get(tp)
+
+
+def append(acc: RecordAccumulator, tp: TopicPartition = TP0, value: bytes = b"v" * 10,
+           key: bytes | None = None, max_block_s: float = 1.0) -> Any:
+    return acc.append(tp, 1_700_000_000_000, key, value, [], max_block_s)
+
+
+def test_records_share_a_batch_until_batch_size() -> None:
+    acc, _, _ = make(batch_size=300)
+    wakes = [append(acc, value=b"x" * 50)[1] for _ in range(8)]
+    assert wakes[0] is True  # a new batch wakes the sender (linger timer starts)
+    assert acc.queued_batches == 2
+    drained = acc.drain(leader, {1})
+    batch = drained[1][0]
+    assert 1 < batch.record_count < 8
+    assert batch.size <= 300
+
+
+def test_linger_delays_readiness_and_reports_remaining_time() -> None:
+    acc, _, clock = make(linger_ms=10)
+    append(acc)
+    nodes, delay, unknown = acc.ready(leader)
+    assert nodes == set() and not unknown
+    assert delay == pytest.approx(0.010)
+    clock.now += 0.011
+    nodes, _, _ = acc.ready(leader)
+    assert nodes == {1}
+
+
+def test_full_batch_flush_and_force_make_ready_before_linger() -> None:
+    acc, _, _ = make(linger_ms=10_000, batch_size=100)
+    append(acc, TP0, value=b"x" * 120)  # one record larger than batch_size: a full batch alone
+    append(acc, TP1)
+    assert acc.ready(leader)[0] == {1}
+    assert acc.ready(leader, force=True)[0] == {1, 2}
+    acc.begin_flush()
+    assert acc.ready(leader)[0] == {1, 2}
+
+
+def test_unknown_leader_is_reported() -> None:
+    acc, tm, clock = make()
+    tm.allowed.add(TopicPartition("other", 0))
+    append(acc, TopicPartition("other", 0))
+    clock.now += 1
+    nodes, _, unknown = acc.ready(leader)
+    assert nodes == set() and unknown
+
+
+def test_drain_assigns_producer_state_and_batches_decode_with_valid_crc() -> None:
+    acc, tm, clock = make(compression_type="gzip")
+    for i in range(3):
+        append(acc, key=b"k%d" % i, value=b"value-%d" % i)
+    clock.now += 1
+    batch = acc.drain(leader, {1})[1][0]
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (1000, 3, 0)
+    assert tm.sequences[TP0] == 3
+    records = MemoryRecords(bytes(batch.buffer))
+    decoded = records.next_batch()
+    assert isinstance(decoded, DefaultRecordBatch)
+    assert decoded.validate_crc()
+    assert decoded.is_transactional
+    assert decoded.producer_id == 1000 and decoded.producer_epoch == 3 and decoded.base_sequence == 0
+    assert [(r.key, r.value) for r in decoded] == [(b"k%d" % i, b"value-%d" % i) for i in range(3)]
+
+
+def test_drain_skips_partitions_the_transaction_manager_has_not_allowed() -> None:
+    acc, tm, clock = make()
+    tm.allowed = {TP1}
+    append(acc, TP0)
+    append(acc, TP1)
+    clock.now += 1
+    assert acc.ready(leader)[0] == {2}
+    assert acc.drain(leader, {1, 2}).keys() == {2}
+    tm.allowed.add(TP0)
+    assert acc.drain(leader, {1, 2}).keys() == {1}
+
+
+def test_at_most_max_in_flight_batches_per_partition() -> None:
+    acc, _, clock = make(batch_size=100, max_in_flight=2)
+    for _ in range(4):
+        append(acc, value=b"x" * 90)
+    clock.now += 1
+    first = acc.drain(leader, {1})[1]
+    second = acc.drain(leader, {1})[1]
+    assert acc.drain(leader, {1}) == {}
+    assert acc.ready(leader)[0] == set()
+    assert [first[0].base_sequence, second[0].base_sequence] == [0, 1]
+    acc.complete(first[0], 0, -1)
+    third = acc.drain(leader, {1})[1][0]
+    assert third.base_sequence == 2
+
+
+def test_retry_goes_back_to_the_front_keeps_its_bytes_and_waits_for_lower_sequences() -> None:
+    acc, _, clock = make(batch_size=100, retry_backoff_ms=50)
+    for _ in range(3):
+        append(acc, value=b"x" * 90)
+    clock.now += 1
+    b0 = acc.drain(leader, {1})[1][0]
+    b1 = acc.drain(leader, {1})[1][0]
+    original = bytes(b1.buffer)
+    # both fail (e.g. the connection dropped); the later one reports first
+    acc.reenqueue(b1)
+    acc.reenqueue(b0)
+    clock.now += 0.02
+    assert acc.drain(leader, {1}) == {}  # still backing off
+    clock.now += 0.1
+    again = acc.drain(leader, {1})[1][0]
+    assert again is b0
+    # b1 may only go once b0 is no longer outstanding
+    assert acc.drain(leader, {1}) == {}
+    acc.complete(b0, 0, -1)
+    resent = acc.drain(leader, {1})[1][0]
+    assert resent is b1 and bytes(resent.buffer) == original and resent.base_sequence == 1
+    acc.complete(b1, 1, -1)
+    assert acc.drain(leader, {1})[1][0].base_sequence == 2
+
+
+def test_future_resolves_with_offsets_and_runs_callbacks() -> None:
+    acc, _, clock = make()
+    f0, _ = append(acc, key=b"key", value=b"12345")
+    f1, _ = append(acc, value=None)
+    seen: list[Any] = []
+    f1.add_callback(lambda md, exc: seen.append((md, exc)))
+    clock.now += 1
+    batch = acc.drain(leader, {1})[1][0]
+    assert not f0.done()
+    acc.complete(batch, 42, -1)
+    md = f0.get(1)
+    assert md == RecordMetadata("t", 0, 42, 1_700_000_000_000, 3, 5)
+    assert f1.get(1).offset == 43 and f1.get(1).serialized_value_size == -1
+    assert seen == [(f1.get(1), None)]
+    late: list[Any] = []
+    f0.add_callback(lambda md, exc: late.append(md.offset))
+    assert late == [42]
+    assert acc.used_memory == 0
+
+
+def test_failed_batch_raises_its_error_from_every_future() -> None:
+    acc, _, _ = make()
+    future, _ = append(acc)
+    acc.abort_undrained(errors.TransactionAbortedError("aborted"))
+    with pytest.raises(errors.TransactionAbortedError):
+        future.get(1)
+    assert isinstance(future.exception(1), errors.TransactionAbortedError)
+    assert not acc.has_incomplete()
+
+
+def test_get_times_out_with_typed_error() -> None:
+    acc, _, _ = make()
+    future, _ = append(acc)
+    with pytest.raises(errors.TimeoutError):
+        future.get(0.01)
+
+
+def test_record_too_large_is_rejected_before_queueing() -> None:
+    acc, _, _ = make(max_request_size=1000, buffer_memory=5000)
+    with pytest.raises(errors.RecordTooLargeError, match="max_request_size"):
+        append(acc, value=b"x" * 1000)
+    acc2, _, _ = make(max_request_size=100_000, buffer_memory=2000)
+    with pytest.raises(errors.RecordTooLargeError, match="buffer_memory"):
+        append(acc2, value=b"x" * 3000)
+    assert acc.queued_batches == 0 and acc2.queued_batches == 0
+
+
+def test_full_buffer_memory_blocks_then_times_out() -> None:
+    acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
+    append(acc, value=b"x" * 800)
+    with pytest.raises(errors.TimeoutError, match="buffer_memory"):
+        append(acc, value=b"x" * 300, max_block_s=0.05)
+
+
+def test_blocked_append_proceeds_when_memory_is_released() -> None:
+    woken = threading.Event()
+    acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
+    acc._wakeup = woken.set  # the sender is woken so it can free memory
+    first, _ = append(acc, value=b"x" * 800)
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(append(acc, value=b"y" * 300, max_block_s=10)))
+    thread.start()
+    assert woken.wait(5)
+    # while someone waits for memory, every batch is ready regardless of linger
+    assert acc.ready(leader)[0] == {1}
+    batch = acc.drain(leader, {1})[1][0]
+    acc.complete(batch, 0, -1)
+    thread.join(5)
+    assert not thread.is_alive() and result and first.done()
+
+
+def test_expired_and_abort_incomplete() -> None:
+    acc, _, clock = make(delivery_timeout_ms=1000)
+    future, _ = append(acc)
+    assert acc.expired_batches() == []
+    clock.now += 1.5
+    expired = acc.expired_batches()
+    assert len(expired) == 1
+    acc.fail(expired[0], errors.DeliveryTimeoutError("late"))
+    with pytest.raises(errors.DeliveryTimeoutError):
+        future.get(0)
+    f2, _ = append(acc)
+    acc.abort_incomplete(errors.ClosedError("closed"))
+    with pytest.raises(errors.ClosedError):
+        f2.get(0)
+
+
+def test_flush_waits_for_completion_and_is_bounded() -> None:
+    acc, _, _ = make()
+    append(acc)
+    acc.begin_flush()
+    with pytest.raises(errors.TimeoutError):
+        acc.await_flush_completion(0.01)
+    assert not acc.flush_in_progress
+    acc.begin_flush()
+    batch = acc.drain(leader, {1})[1][0]
+    acc.complete(batch, 0, -1)
+    acc.await_flush_completion(1)
+
+
+def test_closed_accumulator_refuses_appends() -> None:
+    acc, _, _ = make()
+    acc.close()
+    with pytest.raises(errors.ClosedError):
+        append(acc)

@@ -1,0 +1,1 @@
+"""Implementation details of txnproducer; nothing here is public API."""

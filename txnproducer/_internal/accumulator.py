@@ -1,0 +1,638 @@
+"""RecordAccumulator: per-partition queues of record batches between ``send()`` and the Sender.
+
+Application threads append records; the Sender thread asks which leaders have sendable data
+(:meth:`RecordAccumulator.ready`), drains batches per leader (:meth:`RecordAccumulator.drain`)
+and reports their outcome (:meth:`complete`, :meth:`fail`, :meth:`reenqueue`).
+
+Why sequence numbers are assigned at *drain* time and never changed afterwards: the broker
+de-duplicates a resent batch by (producer id, epoch, base sequence). A batch that is retried
+must therefore be byte-identical, and a batch must not get a sequence before it is certain to
+be the next one sent for its partition (otherwise a later batch could overtake it).
+
+Ordering: a partition has at most ``max_in_flight`` batches with assigned sequences that are not
+final ("outstanding"). A retried batch goes back to the front of its queue in sequence order
+and is only resent once it is the lowest outstanding sequence of its partition, so the broker
+always sees sequences in order (the Java client's rule).
+
+Memory: every record reserves an upper bound of its encoded size from ``buffer_memory``;
+the reservation is released when its batch reaches a final state. ``append`` blocks while the
+pool is exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError`.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import attrs
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.structs import TopicPartition
+
+from txnproducer import errors
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "COMPRESSION_CODECS",
+    "ProducerBatch",
+    "RecordAccumulator",
+    "RecordFuture",
+    "RecordMetadata",
+    "estimate_record_size",
+]
+
+#: Size of a magic-v2 batch header (the part before the records).
+BATCH_HEADER_SIZE: int = DefaultRecordBatchBuilder.HEADER_STRUCT.size
+_RECORD_OVERHEAD: int = DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD
+_size_of = DefaultRecordBatchBuilder.size_of
+
+#: compression_type setting -> codec id in the batch attributes.
+COMPRESSION_CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+# One lock for the rare race "callback registered while the batch completes"; holding it is a
+# handful of bytecodes, so sharing it costs less than a lock per batch or per record.
+_CALLBACK_LOCK = threading.Lock()
+
+Headers = Sequence[tuple[str, bytes | None]]
+Callback = Callable[["RecordMetadata | None", "BaseException | None"], Any]
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
+    """Upper bound of one record's encoded size inside a batch (without the batch header)."""
+    return int(_size_of(key, value, headers)) + _RECORD_OVERHEAD
+
+
+class TransactionGate(Protocol):
+    """The part of the TransactionManager the accumulator needs (contracts.md section B)."""
+
+    def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool: ...
+    def sequence_number(self, tp: TopicPartition) -> int: ...
+    def increment_sequence(self, tp: TopicPartition, increment: int) -> None: ...
+    @property
+    def producer_id_and_epoch(self) -> Any: ...
+
+
+@attrs.frozen
+class RecordMetadata:
+    """Where the broker stored a record (the value of a completed :class:`RecordFuture`)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    serialized_key_size: int
+    serialized_value_size: int
+
+
+class RecordFuture:
+    """Outcome of one ``send()``: resolves when its batch is acknowledged or fails.
+
+    All futures of a batch share the batch's completion event, so a record costs one small
+    object and no lock. Callbacks run on the Sender thread (keep them short, never block in
+    them); a callback added after completion runs at once on the calling thread.
+    """
+
+    __slots__ = ("_batch", "_callbacks", "_index", "_key_size", "_timestamp", "_value_size")
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int, key_size: int,
+                 value_size: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+        self._callbacks: list[Callback] | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self._batch.tp
+
+    def done(self) -> bool:
+        return self._batch.final_state is not None
+
+    @property
+    def batch_full(self) -> bool:
+        """True when the record's batch takes no more records (the sticky partitioner moves on)."""
+        batch = self._batch
+        return batch.full or batch.builder is None or batch.builder.size() >= batch.builder._batch_size
+
+    def _outcome(self) -> tuple[RecordMetadata | None, BaseException | None]:
+        batch = self._batch
+        exc = batch.exception
+        if exc is not None:
+            record_exc = batch.record_errors.get(self._index) if batch.record_errors else None
+            return None, record_exc or exc
+        timestamp = self._timestamp
+        if batch.log_append_time is not None and batch.log_append_time >= 0:
+            timestamp = batch.log_append_time
+        offset = batch.base_offset + self._index if batch.base_offset >= 0 else -1
+        return (RecordMetadata(batch.tp.topic, batch.tp.partition, offset, timestamp,
+                               self._key_size, self._value_size), None)
+
+    def add_callback(self, fn: Callback) -> RecordFuture:
+        """Call ``fn(metadata, None)`` on success or ``fn(None, exc)`` on failure."""
+        batch = self._batch
+        with _CALLBACK_LOCK:
+            if batch.final_state is None:
+                if self._callbacks is None:
+                    self._callbacks = []
+                    batch.callback_futures.append(self)
+                self._callbacks.append(fn)
+                return self
+        self._call(fn)
+        return self
+
+    def _call(self, fn: Callback) -> None:
+        metadata, exc = self._outcome()
+        try:
+            fn(metadata, exc)
+        except Exception:  # a user callback must not kill the Sender thread
+            import structlog
+
+            structlog.get_logger("txnproducer.producer").exception(
+                "txn.callback_failed", topic=self._batch.tp.topic, partition=self._batch.tp.partition)
+
+    def _run_callbacks(self) -> None:
+        for fn in self._callbacks or ():
+            self._call(fn)
+
+    def _wait(self, timeout: float | None) -> None:
+        bound = self._batch.max_wait_s if timeout is None else timeout
+        if not self._batch.done_event.wait(bound):
+            what = f"timeout={timeout}s" if timeout is not None else "delivery_timeout_ms"
+            raise errors.TimeoutError(
+                f"record for {self._batch.tp.topic}-{self._batch.tp.partition} not acknowledged "
+                f"within {what}")
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """Block until the record is acknowledged; raise its delivery error or TimeoutError.
+
+        ``timeout=None`` waits as long as the record can still be delivered
+        (``delivery_timeout_ms`` plus one request timeout).
+        """
+        self._wait(timeout)
+        metadata, exc = self._outcome()
+        if exc is not None:
+            raise exc
+        assert metadata is not None
+        return metadata
+
+    result = get
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The delivery error (``None`` on success); waits like :meth:`get`."""
+        self._wait(timeout)
+        return self._outcome()[1]
+
+
+class ProducerBatch:
+    """Records for one partition that are sent (and retried) as one magic-v2 batch."""
+
+    __slots__ = (
+        "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
+        "created", "done_event", "drained_at", "exception", "final_state", "full", "in_flight",
+        "log_append_time", "max_wait_s", "producer_epoch", "producer_id", "record_count",
+        "record_errors", "reserved", "retry_at", "tp",
+    )
+
+    def __init__(self, tp: TopicPartition, builder: DefaultRecordBatchBuilder, now: float,
+                 max_wait_s: float) -> None:
+        self.tp = tp
+        self.builder: DefaultRecordBatchBuilder | None = builder
+        self.buffer: bytearray | None = None
+        self.created = now
+        self.record_count = 0
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.drained_at = 0.0
+        self.in_flight = False
+        self.full = False
+        self.reserved = 0
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.final_state: str | None = None
+        self.base_offset = -1
+        self.log_append_time: int | None = None
+        self.exception: BaseException | None = None
+        self.record_errors: dict[int, BaseException] | None = None
+        self.callback_futures: list[RecordFuture] = []
+        self.done_event = threading.Event()
+        self.max_wait_s = max_wait_s
+
+    def __repr__(self) -> str:
+        return (f"ProducerBatch({self.tp.topic}-{self.tp.partition}, records={self.record_count}, "
+                f"seq={self.base_sequence}, attempts={self.attempts}, final={self.final_state})")
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
+                   headers: Headers) -> RecordFuture | None:
+        builder = self.builder
+        if builder is None or self.full:
+            return None
+        md = builder.append(self.record_count, timestamp, key, value, headers)
+        if md is None:
+            self.full = True
+            return None
+        future = RecordFuture(self, self.record_count, md.timestamp,
+                              -1 if key is None else len(key), -1 if value is None else len(value))
+        self.record_count += 1
+        return future
+
+    def is_full(self, batch_size: int) -> bool:
+        return self.full or self.builder is None or self.builder.size() >= batch_size
+
+    @property
+    def size(self) -> int:
+        if self.buffer is not None:
+            return len(self.buffer)
+        assert self.builder is not None
+        return int(self.builder.size())
+
+    @property
+    def has_sequence(self) -> bool:
+        return self.base_sequence >= 0
+
+    def close(self, producer_id: int, producer_epoch: int, base_sequence: int,
+              transactional: bool = True) -> None:
+        """Fix the producer state and encode the batch; from now on its bytes never change."""
+        assert self.builder is not None, "batch already closed"
+        self.builder.set_producer_state(producer_id, producer_epoch, base_sequence, transactional)
+        self.buffer = self.builder.build()
+        self.builder = None
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+
+    def finish(self, base_offset: int, log_append_time: int | None,
+               exception: BaseException | None,
+               record_errors: dict[int, BaseException] | None = None) -> bool:
+        """Set the final outcome once; later calls (a late response after expiry) are ignored."""
+        with _CALLBACK_LOCK:
+            if self.final_state is not None:
+                return False
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.exception = exception
+            self.record_errors = record_errors
+            self.final_state = "succeeded" if exception is None else "failed"
+            futures = self.callback_futures
+            self.callback_futures = []
+        self.done_event.set()
+        for future in futures:
+            future._run_callbacks()
+        return True
+
+
+class RecordAccumulator:
+    """Thread-safe batch queues; see the module docstring for the rules it enforces."""
+
+    def __init__(
+        self,
+        *,
+        transaction_manager: TransactionGate,
+        batch_size: int = 16384,
+        linger_ms: int = 5,
+        buffer_memory: int = 33554432,
+        max_request_size: int = 1048576,
+        compression_type: str = "none",
+        delivery_timeout_ms: int = 120000,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        max_in_flight: int = 5,
+        wakeup: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._tm = transaction_manager
+        self.batch_size = batch_size
+        self.linger_s = linger_ms / 1000
+        self.buffer_memory = buffer_memory
+        self.max_request_size = max_request_size
+        self._codec = COMPRESSION_CODECS[compression_type]
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
+        self._max_wait_s = (delivery_timeout_ms + request_timeout_ms) / 1000
+        self._retry_backoff_s = retry_backoff_ms / 1000
+        self._retry_backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
+        self.max_in_flight = max_in_flight
+        self._wakeup = wakeup
+        self._clock = clock
+
+        self._lock = threading.Condition(threading.Lock())
+        self._batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        # Batches with an assigned sequence that are not final, per partition, in sequence order.
+        self._outstanding: dict[TopicPartition, list[ProducerBatch]] = {}
+        # insertion order == creation order, so the oldest batch is always first (expiry is O(1))
+        self._incomplete: dict[ProducerBatch, None] = {}
+        self._used = 0
+        self._memory_waiters = 0
+        self._flushes = 0
+        self._closed = False
+        self._drain_start = 0
+
+    # -- application side ---------------------------------------------------------------------
+
+    def append(self, tp: TopicPartition, timestamp: int | None, key: bytes | None,
+               value: bytes | None, headers: Headers, max_block_s: float
+               ) -> tuple[RecordFuture, bool]:
+        """Add a record; return its future and whether the Sender should be woken now.
+
+        Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
+        stayed exhausted for ``max_block_s``) or ClosedError.
+        """
+        est = int(_size_of(key, value, headers)) + _RECORD_OVERHEAD
+        total = est + BATCH_HEADER_SIZE
+        if total > self.max_request_size:
+            raise errors.RecordTooLargeError(
+                f"record of about {total} bytes is larger than max_request_size={self.max_request_size}")
+        if total > self.buffer_memory:
+            raise errors.RecordTooLargeError(
+                f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        with self._lock:
+            if self._closed:
+                raise errors.ClosedError("producer is closed; send() is not possible")
+            if self._used + total > self.buffer_memory:
+                self._wait_for_memory(total, max_block_s)
+            dq = self._batches.get(tp)
+            if dq is None:
+                dq = self._batches[tp] = collections.deque()
+            elif dq:
+                last = dq[-1]
+                future = last.try_append(timestamp, key, value, headers)
+                if future is not None:
+                    last.reserved += est
+                    self._used += est
+                    return future, last.full or last.size >= self.batch_size
+            builder = DefaultRecordBatchBuilder(
+                magic=2, compression_type=self._codec, is_transactional=True, producer_id=-1,
+                producer_epoch=-1, base_sequence=-1, batch_size=max(self.batch_size, total))
+            batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
+            future = batch.try_append(timestamp, key, value, headers)
+            assert future is not None  # the first record always fits
+            batch.reserved = total
+            self._used += total
+            dq.append(batch)
+            self._incomplete[batch] = None
+            return future, True
+
+    def _wait_for_memory(self, needed: int, max_block_s: float) -> None:
+        deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
+        self._memory_waiters += 1
+        try:
+            if self._wakeup is not None:
+                self._wakeup()  # the Sender treats every batch as ready while someone waits
+            while self._used + needed > self.buffer_memory:
+                if self._closed:
+                    raise errors.ClosedError("producer closed while send() waited for buffer memory")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.TimeoutError(
+                        f"buffer_memory={self.buffer_memory} stayed exhausted for max_block_ms="
+                        f"{int(max_block_s * 1000)}; the record was not queued")
+                self._lock.wait(remaining)
+        finally:
+            self._memory_waiters -= 1
+
+    def begin_flush(self) -> None:
+        """Make every batch ready at once (flush/commit); pair with :meth:`await_flush_completion`."""
+        with self._lock:
+            self._flushes += 1
+
+    def await_flush_completion(self, timeout_s: float | None) -> None:
+        """Wait until every batch that existed at the call is final; always ends the flush."""
+        try:
+            with self._lock:
+                pending = list(self._incomplete)
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            for batch in pending:
+                remaining = batch.max_wait_s if deadline is None else deadline - time.monotonic()
+                if remaining < 0 or not batch.done_event.wait(remaining):
+                    bound = "delivery_timeout_ms" if timeout_s is None else f"timeout={timeout_s}s"
+                    raise errors.TimeoutError(
+                        f"flush did not complete within {bound}; "
+                        f"{batch.tp.topic}-{batch.tp.partition} still pending")
+        finally:
+            with self._lock:
+                self._flushes -= 1
+
+    @property
+    def flush_in_progress(self) -> bool:
+        return self._flushes > 0
+
+    def close(self) -> None:
+        """Refuse further appends (batches already queued are still sent)."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    # -- sender side -----------------------------------------------------------------------
+
+    def has_incomplete(self) -> bool:
+        return bool(self._incomplete)
+
+    def has_undrained(self) -> bool:
+        with self._lock:
+            return any(self._batches.values())
+
+    def _head_sendable(self, tp: TopicPartition, first: ProducerBatch) -> bool:
+        outstanding = self._outstanding.get(tp)
+        if first.base_sequence >= 0:
+            # a retry: only when it is the lowest outstanding sequence of its partition
+            return bool(outstanding) and outstanding[0] is first  # type: ignore[index]
+        if outstanding and len(outstanding) >= self.max_in_flight:
+            return False
+        return self._tm.is_send_to_partition_allowed(tp)
+
+    def ready(self, leader_for: Callable[[TopicPartition], int | None], now: float | None = None,
+              force: bool = False) -> tuple[set[int], float | None, bool]:
+        """Leaders with sendable data, seconds until the next batch may become sendable, and
+        whether some partition with data has no known leader (metadata refresh needed).
+
+        ``force`` ignores ``linger_ms`` (the transaction is completing); so do a flush, a closing
+        producer and an application thread waiting for buffer memory."""
+        now = self._clock() if now is None else now
+        nodes: set[int] = set()
+        delay: float | None = None
+        unknown_leader = False
+        with self._lock:
+            force = force or self._memory_waiters > 0 or self._flushes > 0 or self._closed
+            for tp, dq in self._batches.items():
+                if not dq:
+                    continue
+                first = dq[0]
+                if not self._head_sendable(tp, first):
+                    continue
+                leader = leader_for(tp)
+                if leader is None or leader < 0:
+                    unknown_leader = True
+                    continue
+                if leader in nodes:
+                    continue
+                if first.attempts > 0:
+                    wait = first.retry_at - now
+                else:
+                    wait = 0.0 if (force or len(dq) > 1 or first.is_full(self.batch_size)) \
+                        else first.created + self.linger_s - now
+                if wait <= 0:
+                    nodes.add(leader)
+                elif delay is None or wait < delay:
+                    delay = wait
+        return nodes, delay, unknown_leader
+
+    def drain(self, leader_for: Callable[[TopicPartition], int | None], nodes: Iterable[int],
+              max_request_size: int | None = None, now: float | None = None
+              ) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to ``max_request_size``.
+
+        New batches get the producer id, epoch and next sequence of their partition here
+        and are encoded; retried batches keep theirs.
+        """
+        now = self._clock() if now is None else now
+        limit = self.max_request_size if max_request_size is None else max_request_size
+        node_set = set(nodes)
+        out: dict[int, list[ProducerBatch]] = {}
+        sizes: dict[int, int] = {}
+        pid_epoch = self._tm.producer_id_and_epoch
+        with self._lock:
+            items = list(self._batches.items())
+            if not items:
+                return out
+            start = self._drain_start % len(items)
+            self._drain_start += 1
+            for tp, dq in items[start:] + items[:start]:
+                if not dq:
+                    continue
+                leader = leader_for(tp)
+                if leader is None or leader not in node_set:
+                    continue
+                first = dq[0]
+                if first.attempts > 0 and first.retry_at > now:
+                    continue
+                if not self._head_sendable(tp, first):
+                    continue
+                used = sizes.get(leader, 0)
+                size = first.size
+                if used and used + size > limit:
+                    continue
+                if first.base_sequence < 0:
+                    if pid_epoch is None or pid_epoch.producer_id < 0:
+                        continue
+                    seq = self._tm.sequence_number(tp)
+                    first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
+                    self._tm.increment_sequence(tp, first.record_count)
+                    self._outstanding.setdefault(tp, []).append(first)
+                    size = first.size
+                dq.popleft()
+                first.in_flight = True
+                first.drained_at = now
+                first.attempts += 1
+                sizes[leader] = used + size
+                out.setdefault(leader, []).append(first)
+        return out
+
+    def _backoff(self, attempts: int) -> float:
+        return float(min(self._retry_backoff_s * (2 ** max(attempts - 1, 0)), self._retry_backoff_max_s))
+
+    def reenqueue(self, batch: ProducerBatch, now: float | None = None) -> None:
+        """Put a failed-but-retriable batch back at the front, in sequence order."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            batch.in_flight = False
+            batch.retry_at = now + self._backoff(batch.attempts)
+            dq = self._batches.setdefault(batch.tp, collections.deque())
+            index = 0
+            for index, queued in enumerate(dq):  # noqa: B007 - index is used after the loop
+                if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
+                    break
+            else:
+                index = len(dq)
+            dq.insert(index, batch)
+
+    def _finalize(self, batch: ProducerBatch) -> None:
+        # caller holds the lock
+        batch.in_flight = False
+        outstanding = self._outstanding.get(batch.tp)
+        if outstanding and batch in outstanding:
+            outstanding.remove(batch)
+        self._incomplete.pop(batch, None)
+        if batch.reserved:
+            self._used -= batch.reserved
+            batch.reserved = 0
+            self._lock.notify_all()
+
+    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:
+        """Record success; False if the batch was already final (e.g. expired meanwhile)."""
+        with self._lock:
+            self._finalize(batch)
+        return batch.finish(base_offset, log_append_time, None)
+
+    def fail(self, batch: ProducerBatch, exception: BaseException,
+             record_errors: dict[int, BaseException] | None = None) -> bool:
+        """Record a final failure; also removes the batch from its queue if still queued."""
+        with self._lock:
+            dq = self._batches.get(batch.tp)
+            if dq and batch in dq:
+                dq.remove(batch)
+            self._finalize(batch)
+        return batch.finish(-1, None, exception, record_errors)
+
+    def expired_batches(self, now: float | None = None) -> list[ProducerBatch]:
+        """Incomplete batches older than ``delivery_timeout_ms`` (queued or in flight)."""
+        now = self._clock() if now is None else now
+        cutoff = now - self.delivery_timeout_s
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            for batch in self._incomplete:
+                if batch.created > cutoff:
+                    break
+                expired.append(batch)
+        return expired
+
+    def next_expiry_delay(self, now: float | None = None) -> float | None:
+        now = self._clock() if now is None else now
+        with self._lock:
+            oldest = next(iter(self._incomplete), None)
+        if oldest is None:
+            return None
+        return max(0.0, oldest.created + self.delivery_timeout_s - now)
+
+    def abort_undrained(self, exception: BaseException) -> int:
+        """Fail every batch that was never sent (no sequence); retries in progress continue."""
+        aborted: list[ProducerBatch] = []
+        with self._lock:
+            for dq in self._batches.values():
+                keep = [b for b in dq if b.base_sequence >= 0]
+                if len(keep) != len(dq):
+                    aborted.extend(b for b in dq if b.base_sequence < 0)
+                    dq.clear()
+                    dq.extend(keep)
+            for batch in aborted:
+                self._finalize(batch)
+        for batch in aborted:
+            batch.finish(-1, None, exception)
+        return len(aborted)
+
+    def abort_incomplete(self, exception: BaseException) -> int:
+        """Fail every batch that is not final (fatal error or forced close)."""
+        with self._lock:
+            batches = list(self._incomplete)
+            for dq in self._batches.values():
+                dq.clear()
+            for batch in batches:
+                self._finalize(batch)
+            self._outstanding.clear()
+        for batch in batches:
+            batch.finish(-1, None, exception)
+        return len(batches)
+
+    @property
+    def used_memory(self) -> int:
+        return self._used
+
+    @property
+    def queued_batches(self) -> int:
+        with self._lock:
+            return sum(len(dq) for dq in self._batches.values())

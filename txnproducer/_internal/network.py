@@ -1,0 +1,304 @@
+"""Adapter over kafka-python's connections and cluster metadata.
+
+Why an adapter: kafka-python 3.0.12's ``KafkaNetClient`` runs an event loop that must be driven
+by exactly one thread (concurrent ``poll`` raises). The Sender thread is that thread; this class
+gives it a small, typed surface (send, poll, leaders, versions) and gives application threads
+the few things they may do safely: wake the Sender, ask for a topic's metadata and wait for it.
+
+It also reads what kafka-python's connection negotiation drops: the broker's *finalized
+features* (``transaction.version`` decides TV1 vs TV2, KIP-890) from our own ApiVersions v3+
+request, together with the per-API version ranges used to choose request versions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from typing import Any
+
+import attrs
+from kafka.future import Future
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.structs import TopicPartition
+
+from txnproducer import errors
+from txnproducer.config import ProducerConfig
+
+__all__ = ["PRODUCE_API_KEY", "PRODUCE_MAX_WITH_NAMES", "BrokerFeatures", "NetworkClient"]
+
+PRODUCE_API_KEY = 0
+_API_VERSIONS_VERSION = 3  # the first version with finalized features (KIP-584)
+_UNSUPPORTED_VERSION = 35
+# Produce v13 names topics by id (KIP-516); v12 is the newest version with names.
+_PRODUCE_MAX = 13
+PRODUCE_MAX_WITH_NAMES = 12
+
+
+@attrs.frozen
+class BrokerFeatures:
+    """What one broker's ApiVersions answer told us."""
+
+    transaction_version: int  # finalized ``transaction.version`` (0 when not finalized)
+    api_versions: dict[int, tuple[int, int]]  # api key -> (min, max)
+
+    def max_version(self, api_key: int) -> int | None:
+        entry = self.api_versions.get(api_key)
+        return None if entry is None else entry[1]
+
+    @property
+    def effective_transaction_version(self) -> int:
+        """2 when the broker finalized TV2 and serves the requests it needs, else 1."""
+        produce = self.max_version(PRODUCE_API_KEY) or 0
+        end_txn = self.max_version(26) or 0
+        if self.transaction_version >= 2 and produce >= 12 and end_txn >= 5:
+            return 2
+        return 1
+
+    def produce_version(self, transaction_version: int) -> int:
+        """Highest Produce version allowed for the TV (TV1 must stay <= 11, KIP-890)."""
+        cap = _PRODUCE_MAX if transaction_version >= 2 else 11
+        broker = self.max_version(PRODUCE_API_KEY)
+        return min(cap, broker) if broker is not None else cap
+
+
+class NetworkClient:
+    """kafka-python connections + metadata, driven by the Sender thread.
+
+    Thread rules: ``wakeup``, ``request_topic``, ``wait_for_topic``, ``partitions_for``,
+    ``wait_until_ready`` and the read-only properties may be called from any thread; everything
+    else only from the Sender thread.
+    """
+
+    def __init__(self, config: ProducerConfig, client: Any = None) -> None:
+        self._config = config
+        self._client = client if client is not None else KafkaNetClient(**config.kafka_client_kwargs())
+        self.cluster = self._client.cluster
+        self._manager = self._client._manager
+        self._cond = threading.Condition()
+        self._topics_to_add: set[str] = set()
+        self._partitions: dict[str, list[int]] = {}
+        self._features: BrokerFeatures | None = None
+        self._features_future: Future | None = None
+        self._features_at = 0.0
+        self._features_error: BaseException | None = None
+        self._bootstrap_started = False
+        self._api_versions_version = _API_VERSIONS_VERSION
+        self._closed = False
+        self.cluster.add_listener(self._on_metadata)
+
+    # -- any thread ----------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        """Interrupt the Sender's network poll (cheap; safe from any thread)."""
+        self._client.wakeup()
+
+    @property
+    def features(self) -> BrokerFeatures | None:
+        return self._features
+
+    def wait_until_ready(self, timeout_s: float) -> BrokerFeatures:
+        """Wait until bootstrap finished and the broker features are known."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._features is None:
+                if self._closed:
+                    raise errors.ClosedError("producer closed while connecting to the cluster")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    detail = f" (last error: {self._features_error})" if self._features_error else ""
+                    raise errors.TimeoutError(
+                        f"could not reach the cluster at {self._config.bootstrap_servers} within "
+                        f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout){detail}")
+                self._cond.wait(remaining)
+            return self._features
+
+    def partitions_for(self, topic: str) -> list[int] | None:
+        """Known partition ids of ``topic`` (cached until the next metadata update)."""
+        cached = self._partitions.get(topic)
+        if cached is not None:
+            return cached
+        parts = self.cluster.partitions_for_topic(topic)
+        if not parts:
+            return None
+        result = sorted(parts)
+        self._partitions[topic] = result
+        return result
+
+    def available_partitions_for(self, topic: str) -> list[int]:
+        parts = self.cluster.available_partitions_for_topic(topic)
+        return sorted(parts) if parts else []
+
+    def request_topic(self, topic: str) -> None:
+        """Ask the Sender to fetch metadata for ``topic`` (kafka-python's topic set is not
+        thread-safe, so the Sender applies the change)."""
+        with self._cond:
+            self._topics_to_add.add(topic)
+        self.wakeup()
+
+    def wait_for_topic(self, topic: str, timeout_s: float) -> list[int]:
+        """Partitions of ``topic``, fetching metadata if needed; TimeoutError after ``timeout_s``."""
+        parts = self.partitions_for(topic)
+        if parts:
+            return parts
+        self.request_topic(topic)
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                parts = self.partitions_for(topic)
+                if parts:
+                    return parts
+                if self._closed:
+                    raise errors.ClosedError("producer closed while waiting for topic metadata")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.TimeoutError(
+                        f"topic {topic!r} not present in metadata after {int(timeout_s * 1000)} ms "
+                        "(max_block_ms)")
+                self._cond.wait(remaining)
+
+    def _on_metadata(self, _cluster: Any) -> None:
+        with self._cond:
+            self._partitions = {}  # replaced, not mutated: readers need no lock
+            self._cond.notify_all()
+
+    # -- Sender thread ---------------------------------------------------------------------------
+
+    def maintain(self) -> None:
+        """Start bootstrap, apply requested topics, keep the broker features fresh."""
+        if not self._bootstrap_started:
+            self._bootstrap_started = True
+            self._manager.bootstrap_async()
+        if self._topics_to_add:
+            with self._cond:
+                topics, self._topics_to_add = self._topics_to_add, set()
+            for topic in topics:
+                try:
+                    self.cluster.add_topic(topic)
+                except (TypeError, ValueError):
+                    continue  # invalid name: wait_for_topic times out with a clear message
+            self.cluster.request_update()
+        if not self._manager.bootstrapped:
+            return
+        stale = time.monotonic() - self._features_at > self._config.metadata_max_age_ms / 1000
+        in_flight = self._features_future is not None and not self._features_future.is_done
+        if (self._features is None or stale) and not in_flight:
+            self._request_features()
+
+    def _request_features(self) -> None:
+        node = self._client.least_loaded_node()
+        if node is None:
+            return
+        request = ApiVersionsRequest(
+            version=self._api_versions_version,
+            client_software_name="txnproducer",
+            client_software_version=self._config.kafka_client_kwargs()["client_software_version"],
+        )
+        future = self.send(node, request)
+        self._features_future = future
+        future.add_callback(self._on_api_versions)
+        future.add_errback(self._on_api_versions_error)
+
+    def _on_api_versions(self, response: Any) -> None:
+        if response.error_code == _UNSUPPORTED_VERSION and self._api_versions_version > 0:
+            # a pre-2.4 broker: ask with the version it supports (it has no features: TV1)
+            supported = [k.max_version for k in response.api_keys or () if k.api_key == 18]
+            self._api_versions_version = min(supported[0], 2) if supported else 0
+            self._features_at = time.monotonic() - self._config.metadata_max_age_ms / 1000  # ask again now
+            return
+        if response.error_code != 0:
+            self._on_api_versions_error(errors.BrokerError(
+                f"ApiVersions answered error code {response.error_code}", error_code=response.error_code))
+            return
+        versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        tv = 0
+        for feature in getattr(response, "finalized_features", None) or ():
+            if feature.name == "transaction.version":
+                tv = int(feature.max_version_level)
+        with self._cond:
+            self._features = BrokerFeatures(transaction_version=tv, api_versions=versions)
+            self._features_at = time.monotonic()
+            self._features_error = None
+            self._cond.notify_all()
+
+    def _on_api_versions_error(self, exc: BaseException) -> None:
+        with self._cond:
+            self._features_error = exc
+            # retry soon, not only after metadata_max_age
+            self._features_at = time.monotonic() - self._config.metadata_max_age_ms / 1000 + 0.1
+
+    @property
+    def bootstrapped(self) -> bool:
+        return bool(self._manager.bootstrapped)
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id from Metadata v10+, None when unknown (then Produce uses names)."""
+        tid = self.cluster.topic_id(topic)
+        if tid is None or tid.int == 0:
+            return None
+        return tid  # type: ignore[no-any-return]
+
+    def leader_for(self, tp: TopicPartition) -> int | None:
+        leader = self.cluster.leader_for_partition(tp)
+        return None if leader is None or leader < 0 else int(leader)
+
+    def is_ready(self, node: int) -> bool:
+        return bool(self._client.is_ready(node))
+
+    def ensure_connecting(self, node: Any) -> None:
+        """Start a connection to ``node`` if none exists (no-op while in reconnect backoff)."""
+        try:
+            self._client.maybe_connect(node)
+        except Exception:  # unknown broker id, auth failure: the next metadata refresh decides
+            self.cluster.request_update()
+
+    def connection_delay(self, node: Any) -> float:
+        """Seconds until a reconnect to ``node`` may be attempted."""
+        return float(self._manager.connection_delay(node))
+
+    def has_connection(self, node: Any) -> bool:
+        return node in self._manager._conns
+
+    def ensure_broker(self, node: int, host: str, port: int) -> None:
+        """Make ``node`` connectable even if Metadata has not listed it yet (a coordinator
+        answered by FindCoordinator before our next metadata refresh)."""
+        if self.cluster.broker_metadata(node) is None:
+            from kafka.protocol.metadata import MetadataResponse
+
+            self.cluster._coordinator_brokers[node] = MetadataResponse.MetadataResponseBroker(
+                node, host, port, None)
+
+    def least_loaded_node(self) -> Any:
+        return self._client.least_loaded_node()
+
+    def send(self, node: Any, request: Any) -> Future:
+        """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`."""
+        try:
+            return self._client.send(node, request)
+        except Exception as exc:  # connection setup errors surface as a failed future
+            return Future().failure(exc)
+
+    def in_flight_count(self, node: Any = None) -> int:
+        return int(self._client.in_flight_request_count(node))
+
+    def poll(self, timeout_s: float) -> None:
+        """Run the network loop once: blocks at most ``timeout_s`` unless woken or IO happens."""
+        self._client.poll(timeout_ms=max(0.0, timeout_s) * 1000)
+
+    def request_metadata_update(self) -> None:
+        """Ask for a metadata refresh (no-op when one is already requested: each request wakes
+        the network loop, so repeating it would spin)."""
+        if not self.cluster.need_update:
+            self.cluster.request_update()
+
+    def metadata_ttl_s(self) -> float:
+        return float(self.cluster.ttl()) / 1000
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        with contextlib.suppress(Exception):  # closing must not raise; the sockets go either way
+            self._client.close()

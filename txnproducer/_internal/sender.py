@@ -1,0 +1,443 @@
+"""The Sender thread: the only thread that touches the network.
+
+Each loop (the Java client's ``Sender.runOnce``):
+
+1. If the transaction manager has a request in flight, only poll: no produce data moves while a
+   coordinator request is outstanding, so the wire order the coordinator relies on (TV1:
+   AddPartitionsToTxn before Produce; EndTxn after the last Produce answer) holds by
+   construction. Else, if it has a next request (``next_request``), send it (FindCoordinator
+   to the least-loaded node, the rest to the coordinator) and skip producing this loop.
+2. Otherwise drain ready batches per leader into one ProduceRequest per node (TV2: v12;
+   TV1: at most v11).
+3. Poll the network; responses complete batches, retriable errors re-enqueue them with their
+   sequence numbers, and batches older than ``delivery_timeout_ms`` expire.
+
+The loop never sleeps: it blocks in the network poll with a timeout derived from the next
+linger deadline, retry backoff or expiry, and application threads wake it
+(``KafkaNetClient.wakeup``) when a batch fills or a transactional call needs the network.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any
+
+import structlog
+from kafka.protocol.producer import ProduceRequest
+from kafka.structs import TopicPartition
+
+from txnproducer import errors
+from txnproducer._internal.accumulator import ProducerBatch, RecordAccumulator
+from txnproducer._internal.network import PRODUCE_MAX_WITH_NAMES, NetworkClient
+from txnproducer.config import ProducerConfig
+
+__all__ = ["Sender", "produce_error"]
+
+_TopicData = ProduceRequest.TopicProduceData
+_PartitionData = _TopicData.PartitionProduceData
+
+NONE = 0
+DUPLICATE_SEQUENCE_NUMBER = 46
+# Errors after which the same bytes may be sent again (same producer id/epoch/sequence).
+_RETRIABLE = frozenset({
+    2,    # CORRUPT_MESSAGE (in transit)
+    3,    # UNKNOWN_TOPIC_OR_PARTITION
+    5,    # LEADER_NOT_AVAILABLE
+    6,    # NOT_LEADER_OR_FOLLOWER
+    7,    # REQUEST_TIMED_OUT
+    13,   # NETWORK_EXCEPTION
+    19,   # NOT_ENOUGH_REPLICAS
+    20,   # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    56,   # KAFKA_STORAGE_ERROR
+    74,   # FENCED_LEADER_EPOCH
+    100,  # UNKNOWN_TOPIC_ID
+})
+# ...of which these mean our leader information is stale.
+_STALE_METADATA = frozenset({3, 5, 6, 56, 74, 100})
+
+_ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
+    10: errors.RecordTooLargeError,     # MESSAGE_TOO_LARGE
+    18: errors.RecordTooLargeError,     # RECORD_LIST_TOO_LARGE
+    29: errors.TopicAuthorizationError,
+    45: errors.OutOfOrderSequenceError,
+    47: errors.InvalidProducerEpochError,
+    48: errors.InvalidTxnStateError,
+    53: errors.TransactionalIdAuthorizationError,
+    59: errors.UnknownProducerIdError,
+    90: errors.ProducerFencedError,
+    120: errors.TransactionAbortableError,
+}
+
+
+def produce_error(code: int, message: str | None = None) -> errors.TxnProducerError:
+    """The exception for a Produce partition error code (names as in Kafka's ``Errors``)."""
+    mapper = getattr(errors, "error_for_code", None)
+    if mapper is not None:
+        mapped = mapper(code, message)
+        if isinstance(mapped, errors.TxnProducerError):
+            return mapped
+    import kafka.errors as kafka_errors
+
+    name = getattr(kafka_errors.for_code(code), "message", str(code))
+    text = f"Produce failed: {name} (error code {code})" + (f": {message}" if message else "")
+    cls = _ERROR_CLASSES.get(code, errors.BrokerError)
+    return cls(text, error_code=code)
+
+
+class Sender(threading.Thread):
+    """Moves batches from the accumulator to the brokers and drives the transaction manager."""
+
+    def __init__(self, *, network: NetworkClient, accumulator: RecordAccumulator,
+                 transaction_manager: Any, config: ProducerConfig, metrics: Any = None) -> None:
+        super().__init__(name=f"txnproducer-sender-{config.transactional_id}", daemon=True)
+        self._net = network
+        self._acc = accumulator
+        self._tm = transaction_manager
+        self._config = config
+        self._metrics = metrics
+        self._log = structlog.get_logger("txnproducer.sender").bind(
+            transactional_id=config.transactional_id)
+        self._running = True
+        self._force_close = False
+        self._cond = threading.Condition()
+        self._tv_applied: int | None = None
+        self._crashed: BaseException | None = None
+        self._idle_poll_s = config.retry_backoff_ms / 1000
+        self._max_poll_s = min(config.request_timeout_ms, 1000) / 1000
+
+    def _event(self, level: str, event: str, **fields: Any) -> None:
+        """Log ``event`` bound with the current producer id and epoch (DESIGN: logging)."""
+        pe = self._tm.producer_id_and_epoch
+        getattr(self._log, level)(event, producer_id=getattr(pe, "producer_id", -1),
+                                  epoch=getattr(pe, "epoch", -1), **fields)
+
+    # -- any thread -------------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        self._net.wakeup()
+
+    def initiate_close(self, force: bool = False) -> None:
+        """Stop the loop; ``force`` skips finishing queued batches and the open transaction."""
+        self._running = False
+        if force:
+            self._force_close = True
+        self.wakeup()
+
+    @property
+    def crashed(self) -> BaseException | None:
+        return self._crashed
+
+    def wait_ready(self, timeout_s: float) -> int:
+        """Wait until the cluster's transaction version is known and handed to the TM."""
+        self._net.wait_until_ready(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._tv_applied is None:
+                if self._crashed is not None or not self.is_alive():
+                    raise errors.ClosedError("the producer's network thread is not running") \
+                        from self._crashed
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.TimeoutError(
+                        f"cluster transaction version not determined within {int(timeout_s * 1000)} ms")
+                self._cond.wait(remaining)
+            return self._tv_applied
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self._log.debug("txn.sender_started")
+        try:
+            failures = 0
+            while self._running:
+                try:
+                    self.run_once()
+                    failures = 0
+                except Exception:  # a bug must not silently stop all delivery: log, go on
+                    failures += 1
+                    self._log.exception("txn.sender_loop_error", consecutive=failures)
+                    if failures >= 50:
+                        raise
+                    self._net.poll(self._idle_poll_s)
+            self._finish_after_close()
+        except BaseException as exc:  # pragma: no cover - last line of defence
+            self._crashed = exc
+            self._log.exception("txn.sender_crashed")
+            self._acc.abort_incomplete(errors.ClosedError(f"producer network thread crashed: {exc!r}"))
+        finally:
+            with self._cond:
+                self._cond.notify_all()
+            try:
+                self._tm.close()
+            finally:
+                self._net.close()
+            self._log.debug("txn.sender_stopped")
+
+    def _finish_after_close(self) -> None:
+        """Graceful close: send what is queued, abort an open transaction (as the Java client)."""
+        tm = self._tm
+        while not self._force_close:
+            if tm.has_fatal_error() or not tm.has_producer_id():
+                break
+            ongoing = tm.is_in_transaction() or tm.has_abortable_error() or tm.is_completing()
+            if not ongoing and not tm.has_in_flight_request() and not self._acc.has_incomplete():
+                break
+            if ongoing and not tm.is_completing():
+                self._event("info", "txn.abort_on_close")
+                try:
+                    tm.begin_abort()
+                except errors.TxnProducerError:
+                    break
+            self.run_once()
+        self._acc.abort_incomplete(errors.ClosedError("producer closed before the record was sent"))
+
+    def run_once(self) -> None:
+        """One iteration of the loop described in the module docstring."""
+        net = self._net
+        tm = self._tm
+        net.maintain()
+        self._expire_batches(time.monotonic())
+        if not self._apply_transaction_version():
+            net.poll(self._idle_poll_s)
+            return
+        if tm.has_fatal_error():
+            exc = tm.last_error or errors.FatalError("producer is in a fatal error state")
+            if self._acc.has_incomplete():
+                self._acc.abort_incomplete(exc)
+            net.poll(self._max_poll_s)
+            return
+        if tm.has_abortable_error():
+            self._acc.abort_undrained(tm.last_error or errors.TransactionAbortedError(
+                "the transaction is aborting; record not sent"))
+        if self._maybe_send_transactional_request():
+            return
+        if not tm.has_producer_id():
+            net.poll(self._idle_poll_s)
+            return
+        now = time.monotonic()
+        delay = self._send_produce_data(now)
+        expiry = self._acc.next_expiry_delay(now)
+        if expiry is not None:
+            delay = min(delay, expiry)
+        txn_delay_ms = tm.next_request_delay_ms()
+        if txn_delay_ms:  # a coordinator request is backing off (0: blocked on something else)
+            delay = min(delay, txn_delay_ms / 1000)
+        net.poll(delay)
+
+    def _apply_transaction_version(self) -> bool:
+        """Hand the broker's transaction version to the TM, only between transactions."""
+        features = self._net.features
+        if features is None:
+            return self._tv_applied is not None
+        tv = features.effective_transaction_version
+        if tv != self._tv_applied:
+            # the TM defers a change until no transaction is open
+            self._tm.set_transaction_version(tv)
+            with self._cond:
+                if self._tv_applied is not None:
+                    self._event("info", "txn.transaction_version_changed", old=self._tv_applied, new=tv)
+                self._tv_applied = tv
+                self._cond.notify_all()
+        return self._tv_applied is not None
+
+    # -- transactional requests ---------------------------------------------------------------
+
+    def _maybe_send_transactional_request(self) -> bool:
+        tm = self._tm
+        net = self._net
+        if tm.has_in_flight_request():
+            net.poll(self._max_poll_s)
+            return True
+        if tm.is_completing() and self._acc.has_incomplete() and tm.is_aborting():
+            self._acc.abort_undrained(errors.TransactionAbortedError(
+                "the transaction was aborted before the record was sent"))
+        handler = tm.next_request(self._acc.has_incomplete())
+        if handler is None:
+            return False
+        ctype = handler.coordinator_type
+        if ctype is None:
+            node = net.least_loaded_node()
+            if node is None:
+                tm.retry(handler)
+                net.poll(self._idle_poll_s)
+                return True
+        else:
+            found = tm.coordinator_node(ctype, handler.coordinator_key)
+            if found is None:
+                tm.lookup_coordinator(ctype, handler.coordinator_key)
+                tm.retry(handler)
+                return True
+            node = found[0]
+            net.ensure_broker(*found)
+        delay = net.connection_delay(node)
+        if delay > 0:  # the last connection attempt failed: rediscover, do not hammer
+            if ctype is not None:
+                tm.lookup_coordinator(ctype, handler.coordinator_key)
+            tm.retry(handler)
+            net.poll(min(delay, self._max_poll_s))
+            return True
+        if net.has_connection(node) and not net.is_ready(node) and net.in_flight_count(node) > 0:
+            tm.retry(handler)  # connection saturated by produce requests: wait for answers
+            net.poll(self._max_poll_s)
+            return True
+        future = net.send(node, handler.request)
+        tm.in_flight_started(handler)
+        self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
+        future.add_callback(handler.handle_response)
+        future.add_errback(handler.fail)
+        return True
+
+    # -- produce data ---------------------------------------------------------------------------
+
+    def _send_produce_data(self, now: float) -> float:
+        net = self._net
+        acc = self._acc
+        nodes, delay, unknown_leader = acc.ready(net.leader_for, now, force=self._tm.is_completing())
+        if unknown_leader:
+            net.request_metadata_update()
+        poll_s = self._max_poll_s if delay is None else max(0.0, min(delay, self._max_poll_s))
+        sendable = set()
+        for node in nodes:
+            if net.is_ready(node):
+                sendable.add(node)
+            else:
+                net.ensure_connecting(node)
+                wait = net.connection_delay(node)
+                if wait > 0:
+                    poll_s = min(poll_s, wait)
+        if not sendable:
+            return poll_s
+        drained = acc.drain(net.leader_for, sendable, self._config.max_request_size, now)
+        if not drained:
+            return poll_s
+        features = net.features
+        assert features is not None
+        version = features.produce_version(self._tm.transaction_version)
+        for node, batches in drained.items():
+            self._send_produce(node, batches, version)
+        # more batches may be sendable right away (one batch per partition per drain)
+        again, _, _ = acc.ready(net.leader_for, now, force=self._tm.is_completing())
+        return 0.0 if any(net.is_ready(node) for node in again) else poll_s
+
+    def _send_produce(self, node: int, batches: list[ProducerBatch], version: int) -> None:
+        by_topic: dict[str, list[Any]] = collections.defaultdict(list)
+        records = 0
+        size = 0
+        for batch in batches:
+            by_topic[batch.tp.topic].append(_PartitionData(index=batch.tp.partition, records=batch.buffer))
+            records += batch.record_count
+            size += batch.size
+        names_by_id: dict[Any, str] = {}
+        if version > PRODUCE_MAX_WITH_NAMES:  # v13 names topics by id: all ids must be known
+            for topic in by_topic:
+                tid = self._net.topic_id(topic)
+                if tid is None:
+                    version = PRODUCE_MAX_WITH_NAMES
+                    break
+                names_by_id[tid] = topic
+        if version > PRODUCE_MAX_WITH_NAMES:
+            ids = {t: i for i, t in names_by_id.items()}
+            topic_data = [_TopicData(topic_id=ids[t], partition_data=p) for t, p in by_topic.items()]
+        else:
+            topic_data = [_TopicData(name=t, partition_data=p) for t, p in by_topic.items()]
+        request = ProduceRequest(
+            version=version,
+            transactional_id=self._config.transactional_id,
+            acks=-1,
+            timeout_ms=self._config.request_timeout_ms,
+            topic_data=topic_data,
+        )
+        if self._metrics is not None:
+            self._metrics.record_batch_sent(records, size)
+        future = self._net.send(node, request)
+        future.add_callback(lambda response: self._on_produce_response(batches, response, names_by_id))
+        future.add_errback(lambda exc: self._on_produce_failure(batches, exc))
+
+    def _on_produce_response(self, batches: list[ProducerBatch], response: Any,
+                             names_by_id: dict[Any, str]) -> None:
+        answers: dict[TopicPartition, Any] = {}
+        for topic in response.responses:
+            name = names_by_id.get(topic.topic_id) if names_by_id else topic.name
+            for part in topic.partition_responses:
+                answers[TopicPartition(name, part.index)] = part
+        for batch in batches:
+            part = answers.get(batch.tp)
+            if part is None:
+                self._retry_or_fail(batch, 13, "partition missing from the Produce response", None)
+                continue
+            code = part.error_code
+            if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+                self._complete(batch, part.base_offset, part.log_append_time_ms)
+            else:
+                self._retry_or_fail(batch, code, part.error_message, part.record_errors,
+                                    part.log_start_offset)
+
+    def _on_produce_failure(self, batches: list[ProducerBatch], exc: BaseException) -> None:
+        """The request never got an answer (connection dropped, request timed out)."""
+        self._event("debug", "txn.produce_request_failed", error=repr(exc), batches=len(batches))
+        self._net.request_metadata_update()
+        for batch in batches:
+            self._retry_or_fail(batch, 13, f"{type(exc).__name__}: {exc}", None)
+
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        if batch.final_state is not None:
+            return  # expired or aborted meanwhile; the TM already knows
+        self._tm.handle_completed_batch(batch.tp, batch.base_sequence, batch.record_count,
+                                        batch.producer_epoch, base_offset)
+        self._acc.complete(batch, base_offset, log_append_time)
+
+    def _retry_or_fail(self, batch: ProducerBatch, code: int, message: str | None,
+                       record_errors: Any, log_start_offset: int | None = None) -> None:
+        if batch.final_state is not None:
+            return
+        tm = self._tm
+        pid_epoch = tm.producer_id_and_epoch
+        same_producer = (pid_epoch is not None and pid_epoch.producer_id == batch.producer_id
+                         and pid_epoch.epoch == batch.producer_epoch)
+        within_time = time.monotonic() - batch.created < self._acc.delivery_timeout_s
+        retry = False
+        if same_producer and within_time and batch.attempts <= self._config.retries \
+                and not tm.has_fatal_error():
+            retry = code in _RETRIABLE or bool(tm.can_retry(
+                batch.tp, code, batch.producer_epoch, batch.base_sequence,
+                log_start_offset=log_start_offset))
+        if retry:
+            if code in _STALE_METADATA:
+                self._net.request_metadata_update()
+            if self._metrics is not None:
+                self._metrics.record_retry(batch.record_count)
+            self._event("debug", "txn.batch_retry", topic=batch.tp.topic, partition=batch.tp.partition,
+                            error_code=code, base_sequence=batch.base_sequence)
+            self._acc.reenqueue(batch)
+            return
+        exc: BaseException = produce_error(code, message)
+        if not within_time:
+            exc = errors.DeliveryTimeoutError(
+                f"batch for {batch.tp.topic}-{batch.tp.partition} not acknowledged within "
+                f"delivery_timeout_ms={self._config.delivery_timeout_ms} (last error: {exc})")
+        per_record: dict[int, BaseException] | None = None
+        if record_errors:
+            per_record = {int(e.batch_index): produce_error(code, e.batch_index_error_message or message)
+                          for e in record_errors}
+        if self._metrics is not None:
+            self._metrics.record_error(batch.record_count)
+        self._event("info", "txn.batch_failed", topic=batch.tp.topic, partition=batch.tp.partition,
+                       error=str(exc))
+        tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
+                               batch.producer_epoch, exc, True)
+        self._acc.fail(batch, exc, per_record)
+
+    def _expire_batches(self, now: float) -> None:
+        for batch in self._acc.expired_batches(now):
+            if batch.final_state is not None:
+                continue
+            exc = errors.DeliveryTimeoutError(
+                f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} expired: "
+                f"not acknowledged within delivery_timeout_ms={self._config.delivery_timeout_ms}")
+            self._event("info", "txn.batch_expired", topic=batch.tp.topic, partition=batch.tp.partition)
+            self._tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
+                                         batch.producer_epoch, exc, False)
+            self._acc.fail(batch, exc)
+

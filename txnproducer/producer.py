@@ -1,0 +1,497 @@
+"""TransactionalProducer: the thread-safe facade applications use.
+
+Application threads call ``send()`` (serialize, choose a partition, queue the record) and the
+transactional calls; the Sender thread does all network work. Every blocking call is bounded:
+by its ``timeout`` argument when given, otherwise by ``max_block_ms`` (the Java client's rule),
+and raises :class:`~txnproducer.errors.TimeoutError` naming the bound when it runs out. A
+transactional call that timed out keeps running in the background; calling it again waits for
+the same outcome.
+
+Typical use::
+
+    with TransactionalProducer(bootstrap_servers="localhost:9092", transactional_id="tx-1") as p:
+        p.init_transactions()
+        with p.transaction():
+            p.send("orders", b"value", key=b"key")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import structlog
+from kafka.partitioner.default import murmur2
+from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafka.util import ensure_valid_topic_name
+
+from txnproducer import errors
+from txnproducer._internal.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from txnproducer._internal.metrics import ProducerMetrics
+from txnproducer._internal.network import NetworkClient
+from txnproducer._internal.sender import Sender
+from txnproducer._internal.transaction_manager import TransactionManager
+from txnproducer._internal.txn_state import State
+from txnproducer.config import ProducerConfig
+from txnproducer.prepared import PreparedTxnState
+
+__all__ = ["RecordFuture", "RecordMetadata", "TransactionalProducer"]
+
+HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
+
+
+def _default_serialize(data: Any) -> bytes | None:
+    if data is None or isinstance(data, (bytes, bytearray, memoryview)):
+        return data  # type: ignore[return-value]
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    raise TypeError(f"got {type(data).__name__}; pass bytes or str, or configure a serializer")
+
+
+class TransactionalProducer:
+    """Exactly-once producer with the Java client's transactional API (KIP-98, KIP-890 TV2).
+
+    Thread-safe: any number of threads may call :meth:`send`; transactional calls are meant to
+    come from one thread at a time (as in the Java client).
+
+    Raises on construction :class:`~txnproducer.errors.ConfigError` for invalid settings.
+    Connecting happens in the background; :meth:`init_transactions` waits for it.
+    """
+
+    def __init__(self, config: ProducerConfig | None = None, **settings: Any) -> None:
+        if config is None:
+            config = ProducerConfig.from_mapping(settings)
+        elif settings:
+            config = config.with_overrides(**settings)
+        self._config = config
+        self._max_block_s = config.max_block_ms / 1000
+        self._log = structlog.get_logger("txnproducer.producer").bind(
+            transactional_id=config.transactional_id)
+        self._metrics = ProducerMetrics()
+        self._net = NetworkClient(config)
+        self._tm = TransactionManager(
+            transactional_id=config.transactional_id,
+            transaction_timeout_ms=config.transaction_timeout_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            transaction_retry_backoff_ms=config.transaction_retry_backoff_ms,
+            logger=structlog.get_logger("txnproducer.transaction_manager"),
+            metrics=self._metrics,
+            max_versions=self._broker_max_version,
+            enable_2pc=bool(getattr(config, "enable_2pc", False)),
+        )
+        self._acc = RecordAccumulator(
+            transaction_manager=self._tm,
+            batch_size=config.batch_size,
+            linger_ms=config.linger_ms,
+            buffer_memory=config.buffer_memory,
+            max_request_size=config.max_request_size,
+            compression_type=config.compression_type,
+            delivery_timeout_ms=config.delivery_timeout_ms,
+            request_timeout_ms=config.request_timeout_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=config.retry_backoff_max_ms,
+            max_in_flight=config.max_in_flight_requests_per_connection,
+            wakeup=self._net.wakeup,
+        )
+        self._sender = Sender(network=self._net, accumulator=self._acc, transaction_manager=self._tm,
+                              config=config, metrics=self._metrics)
+        self._key_serializer: Callable[[Any], Any] = config.key_serializer or _default_serialize
+        self._value_serializer: Callable[[Any], Any] = config.value_serializer or _default_serialize
+        self._sticky: dict[str, int] = {}
+        # partitions already handed to the TM in this transaction (saves a TM lock per record)
+        self._added: set[TopicPartition] = set()
+        self._lock = threading.Lock()
+        self._pending: dict[str, Any] = {}
+        self._closed = False
+        self._sender.start()
+
+    def _broker_max_version(self, api_key: int) -> int | None:
+        features = self._net.features
+        return None if features is None else features.max_version(api_key)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ProducerConfig:
+        return self._config
+
+    @property
+    def state(self) -> Any:
+        """The transaction manager's state (``txnproducer._internal.txn_state.State``)."""
+        return self._tm.state
+
+    @property
+    def producer_id(self) -> int:
+        """Current producer id (-1 before ``init_transactions``)."""
+        pe = self._tm.producer_id_and_epoch
+        return -1 if pe is None else int(pe.producer_id)
+
+    @property
+    def epoch(self) -> int:
+        """Current producer epoch (-1 before ``init_transactions``); TV2 bumps it every transaction."""
+        pe = self._tm.producer_id_and_epoch
+        return -1 if pe is None else int(pe.epoch)
+
+    @property
+    def transaction_version(self) -> int:
+        """1 or 2 once known (decided at ``init_transactions``, re-checked between transactions)."""
+        return int(self._tm.transaction_version)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise errors.ClosedError(f"{call}() called on a closed producer; create a new one")
+        if self._sender.crashed is not None:
+            raise errors.ClosedError(f"{call}(): the producer's network thread stopped: "
+                                     f"{self._sender.crashed!r}")
+
+    def _bound(self, timeout: float | None) -> tuple[float, str]:
+        if timeout is None:
+            return self._max_block_s, "max_block_ms"
+        if timeout < 0:
+            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        return float(timeout), "timeout"
+
+    def _await(self, op: str, start: Callable[[], Any], timeout: float | None,
+               bound_name: str | None = None) -> None:
+        """Start ``op`` once, wait bounded; a timed-out op is waited for again on the next call."""
+        if bound_name is not None and timeout is not None:
+            bound, name = timeout, bound_name
+        else:
+            bound, name = self._bound(timeout)
+        with self._lock:
+            result = self._pending.get(op)
+            if result is None:
+                result = start()
+                self._pending[op] = result
+        self._sender.wakeup()
+        try:
+            result.wait(bound, name)
+        except errors.TimeoutError:
+            raise
+        except BaseException:
+            self._forget(op, result)
+            raise
+        self._forget(op, result)
+
+    def _forget(self, op: str, result: Any) -> None:
+        with self._lock:
+            if self._pending.get(op) is result:
+                del self._pending[op]
+
+    # -- transactional API --------------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None, keep_prepared_txn: bool = False) -> None:
+        """Register the transactional id with its coordinator, fencing older instances and
+        aborting (or completing) any transaction they left open.
+
+        Raises TimeoutError (cluster unreachable or coordinator busy within the bound; call
+        again to keep waiting), FatalError subclasses (fenced, not authorized, unsupported),
+        IllegalStateError (already initialized), ClosedError.
+        """
+        self._check_open("init_transactions")
+        bound, name = self._bound(timeout)
+        deadline = time.monotonic() + bound
+        self._sender.wait_ready(bound)
+        self._await("init", lambda: self._tm.initialize_transactions(keep_prepared_txn),
+                    max(0.0, deadline - time.monotonic()), name)
+        self._log.info("txn.initialized", producer_id=self.producer_id, epoch=self.epoch,
+                       transaction_version=self.transaction_version)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (local only: nothing is sent until the first record or offsets).
+
+        Raises IllegalStateError when not READY, FatalError after a fatal error, ClosedError.
+        """
+        self._check_open("begin_transaction")
+        self._tm.begin_transaction()
+        self._added = set()  # replaced, not cleared: a concurrent send() keeps a consistent view
+        with self._lock:
+            self._pending.pop("commit", None)
+            self._pending.pop("abort", None)
+            self._pending.pop("offsets", None)
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit consumed ``offsets`` for ``group_metadata``'s group as part of this transaction.
+
+        ``group_metadata`` is ``KafkaConsumer.group_metadata()`` (enables KIP-447 fencing of
+        zombie consumers) or a bare group id. Offsets are the *next* offsets to consume.
+        Raises CommitFailedError (group rebalanced: abort and reprocess), other AbortableError,
+        FatalError, IllegalStateError, TimeoutError, ClosedError.
+        """
+        self._check_open("send_offsets_to_transaction")
+        if isinstance(group_metadata, str):
+            group_metadata = ConsumerGroupMetadata(group_id=group_metadata)
+        elif not isinstance(group_metadata, ConsumerGroupMetadata) or not group_metadata.group_id:
+            raise errors.ConfigError(
+                "group_metadata must be a group id string or KafkaConsumer.group_metadata() with a "
+                f"group_id, got {group_metadata!r}")
+        converted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, offset in offsets.items():
+            if not isinstance(tp, tuple) or len(tp) != 2:
+                raise errors.ConfigError(f"offsets keys must be TopicPartition, got {tp!r}")
+            if isinstance(offset, int) and not isinstance(offset, bool):
+                offset = OffsetAndMetadata(offset, "", -1)
+            if not isinstance(offset, OffsetAndMetadata) or offset.offset < 0:
+                raise errors.ConfigError(
+                    f"offsets values must be OffsetAndMetadata or int >= 0, got {offset!r} for {tp!r}")
+            converted[TopicPartition(tp[0], tp[1])] = offset
+        gm = group_metadata
+        self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush every record of the transaction, then commit it atomically.
+
+        Raises AbortableError subclasses (call :meth:`abort_transaction`), FatalError
+        subclasses (close the producer), IllegalStateError, TimeoutError (call again to keep
+        waiting for the same commit), ClosedError.
+        """
+        self._check_open("commit_transaction")
+        self._await("commit", self._tm.begin_commit, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the open transaction: queued records fail with TransactionAbortedError and
+        nothing sent in it becomes visible to read_committed consumers.
+
+        Raises FatalError subclasses, IllegalStateError, TimeoutError (call again to keep
+        waiting), ClosedError.
+        """
+        self._check_open("abort_transaction")
+        self._await("abort", self._tm.begin_abort, timeout)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[TransactionalProducer]:
+        """``with producer.transaction():`` begins; commits on success; on an exception (or a
+        commit that failed with an abortable error) aborts and re-raises."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            self._abort_quietly()
+            raise
+        try:
+            self.commit_transaction()
+        except errors.AbortableError:
+            self._abort_quietly()
+            raise
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTxnState:
+        """Phase one of a two-phase commit: flush, wait for every record of the transaction, and
+        freeze it (state PREPARED_TRANSACTION: only commit/abort/complete are allowed after).
+
+        The returned :class:`~txnproducer.PreparedTxnState` (JSON/picklable) names the
+        transaction; any producer for the same transactional id can later commit or abort it
+        with :meth:`complete_transaction`. The transaction must be completed within
+        ``transaction_timeout_ms`` of its first record unless ``enable_2pc`` is on (KIP-939),
+        otherwise the coordinator aborts it and completing raises PreparedTransactionLostError.
+        Raises AbortableError (a record failed: abort), FatalError, IllegalStateError,
+        TimeoutError (flush bound), ClosedError.
+        """
+        self._check_open("prepare_transaction")
+        self._tm.fail_if_not_ready_for_send()
+        self.flush(timeout)
+        return self._tm.prepare_transaction()
+
+    def complete_transaction(self, state: PreparedTxnState, *, commit: bool = True,
+                             timeout: float | None = None) -> None:
+        """Phase two: commit (or with ``commit=False`` abort) the prepared transaction ``state``.
+
+        On a producer in PREPARED_TRANSACTION (it prepared, or ``init_transactions(
+        keep_prepared_txn=True)`` found one) this is KIP-939's ``completeTransaction``: commit if
+        ``state`` names the prepared transaction, abort otherwise. On a producer that was never
+        initialized it sends EndTxn with the recorded producer id/epoch (brokers without
+        KIP-939; ``init_transactions()`` would abort the transaction). A second commit of a
+        committed transaction succeeds. Raises PreparedTransactionLostError (the coordinator
+        already aborted it: its records are lost), IllegalStateError, FatalError, TimeoutError
+        (call again to keep waiting), ClosedError.
+        """
+        self._check_open("complete_transaction")
+        bound, name = self._bound(timeout)
+        deadline = time.monotonic() + bound
+        if self._tm.state is State.UNINITIALIZED:
+            self._sender.wait_ready(bound)  # the transaction version picks the EndTxn version
+        self._await("complete", lambda: self._tm.complete_transaction(state, commit),
+                    max(0.0, deadline - time.monotonic()), name)
+
+    def _abort_quietly(self) -> None:
+        try:
+            self.abort_transaction()
+        except errors.TxnProducerError as exc:  # keep the original error visible
+            self._log.warning("txn.abort_failed", error=repr(exc))
+
+    # -- data -------------------------------------------------------------------------------------
+
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: HeadersArg = None) -> RecordFuture:
+        """Queue one record in the open transaction and return its :class:`RecordFuture`.
+
+        Blocks only to fetch metadata of a new topic or while buffer memory is full, both
+        bounded by ``max_block_ms`` (TimeoutError). Raises SerializationError,
+        RecordTooLargeError, ConfigError (bad partition/timestamp/headers), IllegalStateError
+        (no transaction open), AbortableError/FatalError (the transaction already failed),
+        ClosedError.
+        """
+        self._check_open("send")
+        if self._tm.state is not State.IN_TRANSACTION:  # lock-free fast path; the TM re-checks
+            self._tm.fail_if_not_ready_for_send()
+        if not isinstance(topic, str) or not topic:
+            raise errors.ConfigError(f"topic must be a non-empty string, got {topic!r}")
+        key_bytes = self._serialize(self._key_serializer, key, "key", topic)
+        value_bytes = self._serialize(self._value_serializer, value, "value", topic)
+        header_list = self._headers(headers)
+        if timestamp_ms is not None and (isinstance(timestamp_ms, bool)
+                                         or not isinstance(timestamp_ms, int) or timestamp_ms < 0):
+            raise errors.ConfigError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
+        deadline = time.monotonic() + self._max_block_s
+        tp = TopicPartition(topic, self._partition(topic, partition, key_bytes, deadline))
+        added = self._added
+        if tp not in added or self._tm.state is not State.IN_TRANSACTION:
+            self._tm.maybe_add_partition(tp)
+            added.add(tp)
+        future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
+                                        max(0.0, deadline - time.monotonic()))
+        if wake:
+            self._net.wakeup()
+            if partition is None and key_bytes is None and self._config.partitioner is None \
+                    and future.batch_full:
+                self._sticky.pop(topic, None)  # batch full: the next keyless record moves on
+        return future
+
+    def _serialize(self, serializer: Callable[[Any], Any], data: Any, what: str, topic: str) -> Any:
+        if data is None:
+            return None
+        try:
+            out = serializer(data)
+        except Exception as exc:
+            raise errors.SerializationError(
+                f"could not serialize {what} for topic {topic!r}: {exc}") from exc
+        if out is not None and not isinstance(out, (bytes, bytearray, memoryview)):
+            raise errors.SerializationError(
+                f"{what} serializer returned {type(out).__name__} for topic {topic!r}; it must return bytes")
+        return out
+
+    @staticmethod
+    def _headers(headers: HeadersArg) -> list[tuple[str, bytes | None]]:
+        if not headers:
+            return []
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        out: list[tuple[str, bytes | None]] = []
+        for item in items:
+            try:
+                name, val = item
+            except (TypeError, ValueError):
+                raise errors.ConfigError(f"headers must be (str, bytes) pairs, got {item!r}") from None
+            if not isinstance(name, str):
+                raise errors.ConfigError(f"header names must be str, got {name!r}")
+            if isinstance(val, str):
+                val = val.encode("utf-8")
+            elif val is not None and not isinstance(val, (bytes, bytearray, memoryview)):
+                raise errors.ConfigError(f"header {name!r} value must be bytes, str or None, got {val!r}")
+            out.append((name, val))
+        return out
+
+    def _partition(self, topic: str, partition: int | None, key: Any, deadline: float) -> int:
+        parts = self._net.partitions_for(topic)
+        if parts is None:
+            try:
+                ensure_valid_topic_name(topic)
+            except (TypeError, ValueError) as exc:
+                raise errors.ConfigError(f"invalid topic name {topic!r}: {exc}") from None
+            parts = self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+        if partition is not None:
+            if isinstance(partition, bool) or not isinstance(partition, int) or partition not in parts:
+                raise errors.ConfigError(
+                    f"partition {partition!r} does not exist in topic {topic!r} "
+                    f"(partitions 0..{len(parts) - 1})")
+            return partition
+        if self._config.partitioner is not None:
+            available = self._net.available_partitions_for(topic)
+            chosen = self._config.partitioner(topic, None if key is None else bytes(key), parts, available)
+            if chosen not in parts:
+                raise errors.ConfigError(f"partitioner returned {chosen!r}, not a partition of {topic!r}")
+            return int(chosen)
+        if key is not None:
+            # the Java client's default: murmur2 of the key bytes, made positive, modulo count
+            return int(murmur2(bytes(key)) & 0x7FFFFFFF) % len(parts)
+        sticky = self._sticky.get(topic)
+        if sticky is None or sticky not in parts:
+            available = self._net.available_partitions_for(topic) or parts
+            sticky = random.choice(available)
+            self._sticky[topic] = sticky
+        return sticky
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every queued record now and wait until each is acknowledged or failed.
+
+        ``timeout=None`` waits as long as records can still be delivered (about
+        ``delivery_timeout_ms``). Raises TimeoutError, ClosedError.
+        """
+        self._check_open("flush")
+        self._acc.begin_flush()
+        self._net.wakeup()
+        if timeout is not None and timeout < 0:
+            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        self._acc.await_flush_completion(timeout)
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """Partition ids of ``topic`` (fetching metadata, bounded by ``max_block_ms``)."""
+        self._check_open("partitions_for")
+        try:
+            ensure_valid_topic_name(topic)
+        except (TypeError, ValueError) as exc:
+            raise errors.ConfigError(f"invalid topic name {topic!r}: {exc}") from None
+        return self._net.wait_for_topic(topic, self._max_block_s)
+
+    def metrics(self) -> dict[str, float]:
+        """Totals mirroring the Java client's producer and transaction metrics."""
+        snap = self._metrics.snapshot()
+        snap["buffer_total_bytes"] = float(self._config.buffer_memory)
+        snap["buffer_available_bytes"] = float(self._config.buffer_memory - self._acc.used_memory)
+        return snap
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send queued records, abort an open transaction, and stop (idempotent).
+
+        Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
+        fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        bound, _ = self._bound(timeout)
+        self._acc.close()
+        self._sender.initiate_close(force=bound == 0)
+        if threading.current_thread() is self._sender:
+            return  # called from a callback: the Sender finishes closing after it returns
+        self._sender.join(bound)
+        if self._sender.is_alive():
+            self._log.warning("txn.close_forced", timeout_s=bound)
+            self._sender.initiate_close(force=True)
+            self._sender.join(max(5.0, self._config.request_timeout_ms / 1000))
+
+    def __enter__(self) -> TransactionalProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"TransactionalProducer(transactional_id={self._config.transactional_id!r}, "
+                f"state={getattr(self.state, 'name', self.state)})")
