@@ -13,8 +13,11 @@ the KIP-1050 vocabulary so that the *class* tells the caller what to do next:
 * :class:`ConfigError`, :class:`RecordTooLargeError`, :class:`SerializationError` - bad input,
   rejected before anything was sent.
 
-Broker error codes are mapped to these classes in one place (:func:`error_for_code`) so that the
-request handlers cannot disagree about what an error means.
+Broker error codes are mapped where they are received - the coordinator request handlers
+(``_internal/txn_handlers.py``) and the produce path (``_internal/sender.py`` with
+``_internal/txn_errors.py``) - because the same code means different things on different paths:
+INVALID_PRODUCER_EPOCH from the coordinator means "fenced", on a produce response it means "the
+coordinator already bumped the epoch: abort".
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "InvalidTransactionTimeoutError",
     "InvalidTxnStateError",
     "OutOfOrderSequenceError",
+    "PreparedTransactionLostError",
     "ProducerFencedError",
     "RecordTooLargeError",
     "RetriableError",
@@ -217,5 +221,19 @@ class UnsupportedVersionError(FatalError):
 
 class InvalidTxnStateError(FatalError):
     """The coordinator answered INVALID_TXN_STATE: client and broker disagree on the transaction."""
+
+    error_code = 48
+
+
+class PreparedTransactionLostError(FatalError):
+    """A prepared transaction could not be committed because the coordinator no longer has it open:
+    it was aborted (transaction timeout, or fenced by a producer that called ``init_transactions()``
+    without ``keep_prepared_txn``), so its records are lost and will never become visible. The
+    message names the transactional id, producer id/epoch and the broker's answer.
+
+    Why fatal and separate: the caller handed the outcome of the transaction to someone else (a
+    commit log, a coordinator); a lost prepared transaction means that party must redo the work,
+    which no retry inside the producer can do.
+    """
 
     error_code = 48

@@ -44,6 +44,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # --- helpers ---------------------------------------------------------------------------------------
 
 
+def _feature_args() -> list[str]:
+    """``KAFKA_TRANSACTION_VERSION=1`` formats the broker with Transaction Version 1 (pre-KIP-890),
+    so the tier can check both protocol paths against the real thing; unset, Kafka's default (2)."""
+    version = os.environ.get("KAFKA_TRANSACTION_VERSION")
+    return ["--feature", f"transaction.version={int(version)}"] if version else []
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -145,6 +152,8 @@ class KafkaHomeBroker:
             "offsets.topic.num.partitions": "3",
             "transaction.state.log.num.partitions": "3",
             "auto.create.topics.enable": "true",
+            # the transaction-timeout test waits for the coordinator's abort: check every second, not 10 s
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
         return "".join(f"{k}={v}\n" for k, v in lines.items())
 
@@ -158,7 +167,7 @@ class KafkaHomeBroker:
         bin_dir = self.kafka_home / "bin"
         fmt = subprocess.run(
             [str(bin_dir / "kafka-storage.sh"), "format", "--standalone", "-t", _random_cluster_id(),
-             "-c", str(props)],
+             "-c", str(props), *_feature_args()],
             env=env, capture_output=True, timeout=BROKER_START_TIMEOUT_S, check=False,
         )  # fmt: skip
         if fmt.returncode != 0:

@@ -73,11 +73,6 @@ _ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
 
 def produce_error(code: int, message: str | None = None) -> errors.TxnProducerError:
     """The exception for a Produce partition error code (names as in Kafka's ``Errors``)."""
-    mapper = getattr(errors, "error_for_code", None)
-    if mapper is not None:
-        mapped = mapper(code, message)
-        if isinstance(mapped, errors.TxnProducerError):
-            return mapped
     import kafka.errors as kafka_errors
 
     name = getattr(kafka_errors.for_code(code), "message", str(code))
