@@ -231,13 +231,15 @@ _DELEGATES = {
 
 
 def _configure_logging(verbose: bool) -> None:
-    """The CLI is an application, so it decides where library logs go: stderr, warnings unless -v."""
-    import structlog
+    """The CLI is an application, so it decides where library logs go: stderr, warnings unless -v.
 
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    Library events go through the standard ``logging`` module (see ``_internal/log.py``), so this
+    is ordinary logging configuration and leaves structlog's global state alone.
+    """
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for noisy in ("kafka",):  # kafka-python's own loggers stay at WARNING even with -v
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.log import get_logger
 
 __all__ = [
     "BATCH_HEADER_SIZE",
@@ -149,9 +150,7 @@ class RecordFuture:
         try:
             fn(metadata, exc)
         except Exception:  # a user callback must not kill the Sender thread
-            import structlog
-
-            structlog.get_logger("txnproducer.producer").exception(
+            get_logger("txnproducer.producer").exception(
                 "txn.callback_failed", topic=self._batch.tp.topic, partition=self._batch.tp.partition)
 
     def _run_callbacks(self) -> None:

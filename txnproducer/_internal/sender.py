@@ -24,12 +24,12 @@ import threading
 import time
 from typing import Any
 
-import structlog
 from kafka.protocol.producer import ProduceRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.accumulator import ProducerBatch, RecordAccumulator
+from txnproducer._internal.log import get_logger
 from txnproducer._internal.network import PRODUCE_MAX_WITH_NAMES, NetworkClient
 from txnproducer.config import ProducerConfig
 
@@ -92,7 +92,7 @@ class Sender(threading.Thread):
         self._tm = transaction_manager
         self._config = config
         self._metrics = metrics
-        self._log = structlog.get_logger("txnproducer.sender").bind(
+        self._log = get_logger("txnproducer.sender").bind(
             transactional_id=config.transactional_id)
         self._running = True
         self._force_close = False

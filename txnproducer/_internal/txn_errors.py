@@ -96,21 +96,27 @@ def as_fatal_produce_error(
 
 
 def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPartition) -> BaseException:
-    """An AbortableError for a failed batch, keeping an AbortableError as it is."""
-    if isinstance(exc, errors.AbortableError):
-        return exc
+    """An AbortableError for a failed batch, keeping an AbortableError as it is.
+
+    INVALID_PRODUCER_EPOCH always gets the explanation below (it is the one produce error whose
+    usual cause, a coordinator-side timeout, the application can act on).
+    """
     if code == INVALID_PRODUCER_EPOCH:
-        message = (
+        epoch_error = errors.InvalidProducerEpochError(
             f"the broker rejected a batch for {tp.topic}-{tp.partition} with INVALID_PRODUCER_EPOCH: the"
             " coordinator bumped the epoch, most likely because the transaction ran longer than"
-            " transaction_timeout_ms and was aborted. Call abort_transaction() and start a new transaction"
+            " transaction_timeout_ms and was aborted. Call abort_transaction() and start a new transaction",
+            error_code=code,
         )
-    else:
-        name = error_name(code) if code is not None else type(exc).__name__
-        message = (
-            f"a batch for {tp.topic}-{tp.partition} failed ({name}: {exc}): the transaction cannot commit."
-            " Call abort_transaction() and start a new transaction"
-        )
+        epoch_error.__cause__ = exc
+        return epoch_error
+    if isinstance(exc, errors.AbortableError):
+        return exc
+    name = error_name(code) if code is not None else type(exc).__name__
+    message = (
+        f"a batch for {tp.topic}-{tp.partition} failed ({name}: {exc}): the transaction cannot commit."
+        " Call abort_transaction() and start a new transaction"
+    )
     fresh = errors.TransactionAbortableError(message, error_code=code)
     fresh.__cause__ = exc
     return fresh
