@@ -27,6 +27,7 @@ from .errors import (
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
+    PreparedTransactionLostError,
     ProducerFencedError,
     RecordTooLargeError,
     RetriableError,
@@ -40,6 +41,7 @@ from .errors import (
     UnknownProducerIdError,
     UnsupportedVersionError,
 )
+from .prepared import PreparedTxnState
 from .producer import RecordMetadata, TransactionalProducer
 
 try:
@@ -63,6 +65,8 @@ __all__ = [
     "InvalidTxnStateError",
     "OffsetAndMetadata",
     "OutOfOrderSequenceError",
+    "PreparedTransactionLostError",
+    "PreparedTxnState",
     "ProducerConfig",
     "ProducerFencedError",
     "RecordMetadata",

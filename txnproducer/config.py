@@ -256,6 +256,7 @@ class ProducerConfig:
     ``ssl_certfile``                           ``None``            client certificate (mutual TLS)
     ``ssl_keyfile``                            ``None``            client private key (mutual TLS)
     ``ssl_check_hostname``                     ``True``            verify the broker's host name
+    ``enable_2pc``                             ``False``           KIP-939 two-phase commit (InitProducer v6)
     =========================================  ==================  ==========================================
 
     ``delivery_timeout_ms``, ``retry_backoff_max_ms`` and ``reconnect_backoff_max_ms`` default to
@@ -464,6 +465,17 @@ class ProducerConfig:
     )
     ssl_check_hostname: bool = attrs.field(
         default=True, validator=_bool, metadata=_doc("Check that the broker certificate matches its host.")
+    )
+    # --- two-phase commit (KIP-939) -----------------------------------------------------------------
+    enable_2pc: bool = attrs.field(
+        default=False,
+        validator=_bool,
+        metadata=_doc(
+            "Two-phase commit (KIP-939): register with InitProducerId v6 so the coordinator applies no "
+            "transaction timeout and init_transactions(keep_prepared_txn=True) can keep a prepared "
+            "transaction. Needs brokers with transaction.two.phase.commit.enable=true.",
+            java="transaction.two.phase.commit.enable",
+        ),
     )
 
     def __attrs_post_init__(self) -> None:

@@ -30,6 +30,7 @@ import structlog
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from .. import errors
+from ..prepared import PreparedTxnState
 from . import metrics as m
 from .metrics import ProducerMetrics
 from .txn_errors import (
@@ -48,6 +49,7 @@ from .txn_handlers import (
     UNKNOWN_PRODUCER_ID,
     AddOffsetsToTxnHandler,
     AddPartitionsToTxnHandler,
+    CompletePreparedHandler,
     EndTxnHandler,
     FindCoordinatorHandler,
     InitProducerIdHandler,
@@ -87,10 +89,13 @@ class TransactionManager:
         *,
         max_versions: Callable[[int], int | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        enable_2pc: bool = False,
     ) -> None:
         """``max_versions(api_key)`` returns the broker's highest version of an API (None:
         unknown); request versions are ``min(PREFERRED_VERSIONS[tv][api], that)``. ``clock`` is
-        the monotonic clock used for retry backoffs (injectable for tests)."""
+        the monotonic clock used for retry backoffs (injectable for tests). ``enable_2pc``
+        registers with InitProducerId v6 and Enable2Pc (KIP-939: the coordinator applies no
+        transaction timeout; needed for ``initialize_transactions(keep_prepared_txn=True)``)."""
         if not transactional_id:
             raise errors.ConfigError("transactional_id must be a non-empty string")
         self.transactional_id = transactional_id
@@ -101,6 +106,7 @@ class TransactionManager:
         self._metrics = metrics
         self._max_versions = max_versions
         self._clock = clock
+        self.enable_2pc = enable_2pc
 
         self._lock = threading.RLock()
         self._state = State.UNINITIALIZED
@@ -123,6 +129,9 @@ class TransactionManager:
         self._epoch_bump_required = False
         self._pending_call: tuple[TransactionalRequestResult, State, str] | None = None
         self._sequences = SequenceBook()
+        # two-phase commit: the (producer id, epoch) the prepared transaction ran under - our own
+        # from prepare_transaction(), or the one init_transactions(keep_prepared_txn=True) found
+        self._prepared: ProducerIdAndEpoch | None = None
 
     # ================================================================ properties / queries ======
 
@@ -231,8 +240,19 @@ class TransactionManager:
 
     # ================================================================ application calls =========
 
-    def initialize_transactions(self) -> TransactionalRequestResult:
-        """Start init_transactions(): find the coordinator and get a producer id/epoch."""
+    def initialize_transactions(self, keep_prepared_txn: bool = False) -> TransactionalRequestResult:
+        """Start init_transactions(): find the coordinator and get a producer id/epoch.
+
+        ``keep_prepared_txn`` (KIP-939, needs ``enable_2pc``) keeps a transaction a previous
+        instance prepared instead of aborting it; if there is one the state becomes
+        PREPARED_TRANSACTION and ``complete_transaction`` decides its fate.
+        """
+        if keep_prepared_txn and not self.enable_2pc:
+            raise errors.ConfigError(
+                "init_transactions(keep_prepared_txn=True) needs enable_2pc=True (KIP-939); without"
+                " it, complete a prepared transaction with complete_transaction(state) before"
+                " init_transactions()"
+            )
         with self._lock:
             cached = self._cached_result(State.INITIALIZING, "init_transactions")
             if cached is not None:
@@ -247,7 +267,9 @@ class TransactionManager:
             self._pid = NONE_PRODUCER_ID_AND_EPOCH
             self._sequences.reset()
             result = self._new_result("init_transactions", m.TXN_INIT_TIME_NS_TOTAL)
-            self._enqueue(InitProducerIdHandler(self, result, epoch_bump=False))
+            self._enqueue(
+                InitProducerIdHandler(self, result, epoch_bump=False, keep_prepared_txn=keep_prepared_txn)
+            )
             self._pending_call = (result, State.INITIALIZING, "init_transactions")
             return result
 
@@ -328,6 +350,104 @@ class TransactionManager:
                 handler = AddOffsetsToTxnHandler(self, result, offsets, group_metadata)
             self._enqueue(handler)
             return result
+
+    def prepare_transaction(self) -> PreparedTxnState:
+        """Phase one of a two-phase commit: IN_TRANSACTION -> PREPARED_TRANSACTION.
+
+        The caller (``producer.prepare_transaction()``) has flushed and every batch is complete;
+        here we check that nothing is still being added, then freeze the transaction: no more
+        sends or offsets, only commit/abort/complete. The returned state names the transaction
+        for whoever completes it. Under TV1 the epoch is bumped after the transaction completes
+        (KIP-360 style) because TV1 keeps one epoch for many transactions, and a recorded
+        (producer id, epoch) must never be able to commit a later transaction.
+        """
+        with self._lock:
+            self._throw_if_pending("prepare_transaction")
+            self._maybe_fail_with_error("prepare_transaction")
+            if self._state is not State.IN_TRANSACTION:
+                raise errors.IllegalStateError(
+                    illegal_call_message("prepare_transaction", self._state, self.transactional_id)
+                )
+            adding = (AddPartitionsToTxnHandler, AddOffsetsToTxnHandler, TxnOffsetCommitHandler)
+            busy = isinstance(self._in_flight, adding) or any(
+                isinstance(h, adding) for _, _, h in self._queue
+            )
+            if self._new_partitions or self._pending_partitions or busy:
+                raise errors.IllegalStateError(
+                    f"prepare_transaction() called while partitions or offsets are still being added to"
+                    f" the transaction of {self.transactional_id!r}: flush() and wait for"
+                    " send_offsets_to_transaction() to return first"
+                )
+            self._transition(State.PREPARED_TRANSACTION)
+            if not self._transaction_started:
+                self._prepared = NONE_PRODUCER_ID_AND_EPOCH
+                self._log("info", "txn.prepared", empty=True)
+                return PreparedTxnState(self.transactional_id)
+            self._prepared = self._pid
+            if self._tv < 2:
+                self._epoch_bump_required = True
+            self._log("info", "txn.prepared", empty=False)
+            return PreparedTxnState(self.transactional_id, self._pid.producer_id, self._pid.epoch)
+
+    def complete_transaction(
+        self, state: PreparedTxnState, commit: bool = True
+    ) -> TransactionalRequestResult:
+        """Phase two for a prepared transaction: commit it (or abort it with ``commit=False``).
+
+        * PREPARED_TRANSACTION (after ``prepare_transaction()`` or a keep-prepared init): KIP-939
+          semantics - commit if ``state`` names the prepared transaction, abort otherwise.
+        * UNINITIALIZED (a producer built only to complete, e.g. on a Spark driver or after a
+          restart, brokers without KIP-939): EndTxn with the recorded id/epoch after coordinator
+          discovery - no InitProducerId, which would abort the transaction. Idempotent: a second
+          commit of a committed transaction succeeds; a commit of one the coordinator aborted
+          raises :class:`~txnproducer.errors.PreparedTransactionLostError`.
+        """
+        if not isinstance(state, PreparedTxnState):
+            raise TypeError(f"state must be a PreparedTxnState, got {state!r}")
+        if state.transactional_id != self.transactional_id:
+            raise errors.ConfigError(
+                f"the prepared state belongs to transactional_id {state.transactional_id!r}, this"
+                f" producer uses {self.transactional_id!r}: complete it with a producer for that id"
+            )
+        with self._lock:
+            self._ensure_open()
+            self._maybe_fail_with_fatal("complete_transaction")
+            if self._state is State.PREPARED_TRANSACTION:
+                prepared = self._prepared
+                matches = prepared is not None and (
+                    (state.is_empty and not prepared.is_valid)
+                    or (state.producer_id == prepared.producer_id and state.epoch == prepared.epoch)
+                )
+                if commit and matches:
+                    return self.begin_commit()
+                if commit:
+                    self._log(
+                        "warning",
+                        "txn.prepared_state_mismatch",
+                        given=str(state),
+                        prepared=None if prepared is None else f"{prepared.producer_id}:{prepared.epoch}",
+                    )
+                return self.begin_abort()
+            if self._state is not State.UNINITIALIZED:
+                raise errors.IllegalStateError(
+                    illegal_call_message("complete_transaction", self._state, self.transactional_id)
+                )
+            operation = "commit_prepared" if commit else "abort_prepared"
+            result = self._new_result(operation, None)
+            if state.is_empty:
+                result.set_success()
+                return result
+            self._enqueue(CompletePreparedHandler(self, result, state.producer_id, state.epoch, commit))
+            return result
+
+    def _prepared_identity(self) -> tuple[int, int] | None:
+        """(producer id, epoch) of the prepared transaction being completed, if any."""
+        if self._prepared is None or not self._prepared.is_valid:
+            return None
+        return self._prepared.producer_id, self._prepared.epoch
+
+    def is_prepared(self) -> bool:
+        return self._state is State.PREPARED_TRANSACTION
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """Called by ``send()``: raise if sending is not allowed now, else note the partition."""
@@ -701,7 +821,13 @@ class TransactionManager:
             port=port,
         )
 
-    def _producer_id_received(self, producer_id: int, epoch: int, handler: InitProducerIdHandler) -> None:
+    def _producer_id_received(
+        self,
+        producer_id: int,
+        epoch: int,
+        handler: InitProducerIdHandler,
+        ongoing: tuple[int, int] = (-1, -1),
+    ) -> None:
         old = self._pid
         self._pid = ProducerIdAndEpoch(producer_id, epoch)
         self._sequences.reset()
@@ -717,6 +843,14 @@ class TransactionManager:
                 self._log("info", "txn.producer_id_assigned", reason="epoch_exhausted")
         else:
             self._log("info", "txn.producer_id_assigned")
+        if ongoing[0] >= 0 and ongoing[1] >= 0 and self._state is State.INITIALIZING:
+            # KIP-939: a prepared transaction survived the init; our new epoch completes it
+            self._prepared = ProducerIdAndEpoch(ongoing[0], ongoing[1])
+            self._transaction_started = True
+            self._transition(State.PREPARED_TRANSACTION)
+            self._log("info", "txn.prepared_transaction_kept", prepared_producer_id=ongoing[0],
+                      prepared_epoch=ongoing[1])
+            return
         if is_transition_valid(self._state, State.READY):
             self._transition(State.READY)
             self._apply_requested_tv()
@@ -758,6 +892,7 @@ class TransactionManager:
     def _complete_transaction(self) -> None:
         target = State.INITIALIZING if self._epoch_bump_required else State.READY
         self._transition(target)
+        self._prepared = None
         self._epoch_bump_required = False
         self._transaction_started = False
         self._new_partitions.clear()

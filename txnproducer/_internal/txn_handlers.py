@@ -369,26 +369,67 @@ class InitProducerIdHandler(TxnRequestHandler):
         epoch_bump: bool,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        keep_prepared_txn: bool = False,
     ) -> None:
         super().__init__(tm, result)
         self.epoch_bump = epoch_bump
         self.priority = Priority.EPOCH_BUMP if epoch_bump else Priority.INIT_PRODUCER_ID
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        # KIP-939: keep an ongoing (prepared) transaction instead of aborting it (never on a bump)
+        self.keep_prepared_txn = keep_prepared_txn and not epoch_bump
 
     def build_request(self) -> Any:
+        tm = self._tm
+        if tm.enable_2pc:
+            # KIP-939: Enable2Pc/KeepPreparedTxn exist only in v6, which brokers advertise only with
+            # transaction.two.phase.commit.enable; silently dropping them would lose the semantics
+            broker_max = tm._max_versions(InitProducerIdRequest.API_KEY) if tm._max_versions else None
+            if broker_max is not None and broker_max < 6:
+                raise errors.UnsupportedVersionError(
+                    f"enable_2pc needs InitProducerId v6 (KIP-939) but the broker supports only up to"
+                    f" v{broker_max}: enable transaction.two.phase.commit.enable on the brokers, or drop"
+                    " enable_2pc and complete prepared transactions with complete_transaction(state)"
+                    " on an uninitialized producer",
+                    error_code=UNSUPPORTED_VERSION,
+                )
+            return InitProducerIdRequest(
+                version=6,
+                transactional_id=tm.transactional_id,
+                transaction_timeout_ms=tm.transaction_timeout_ms,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                enable2_pc=True,
+                keep_prepared_txn=self.keep_prepared_txn,
+            )
         return InitProducerIdRequest(
-            version=self._tm._version_for(InitProducerIdRequest),
-            transactional_id=self._tm.transactional_id,
-            transaction_timeout_ms=self._tm.transaction_timeout_ms,
+            version=tm._version_for(InitProducerIdRequest),
+            transactional_id=tm.transactional_id,
+            transaction_timeout_ms=tm.transaction_timeout_ms,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
         )
 
+    def prepare(self) -> None:
+        try:
+            super().prepare()
+        except errors.UnsupportedVersionError as exc:
+            self._request = None
+            self.fatal_error(exc)
+            raise
+
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
         if code == NONE:
-            self._tm._producer_id_received(int(response.producer_id), int(response.producer_epoch), self)
+            ongoing = (-1, -1)
+            if self.keep_prepared_txn:
+                ongoing_pid = getattr(response, "ongoing_txn_producer_id", None)
+                ongoing_epoch = getattr(response, "ongoing_txn_producer_epoch", None)
+                if ongoing_pid is not None and ongoing_epoch is not None:
+                    ongoing = (int(ongoing_pid), int(ongoing_epoch))
+            self._tm._producer_id_received(
+                int(response.producer_id), int(response.producer_epoch), self, ongoing=ongoing
+            )
             self.result.set_success()
         elif code == INVALID_TRANSACTION_TIMEOUT:
             self.fatal_error(
@@ -686,6 +727,8 @@ class EndTxnHandler(TxnRequestHandler):
         # retried EndTxn with the bumped id/epoch - conformance errors.json case e)
         self.producer_id = pid.producer_id
         self.producer_epoch = pid.epoch
+        # the identity of the prepared transaction this EndTxn completes (None: an ordinary one)
+        self.prepared: tuple[int, int] | None = tm._prepared_identity()
 
     def build_request(self) -> Any:
         return EndTxnRequest(
@@ -702,6 +745,113 @@ class EndTxnHandler(TxnRequestHandler):
             new_pid = int(getattr(response, "producer_id", -1))
             new_epoch = int(getattr(response, "producer_epoch", -1))
             self._tm._transaction_ended(self, new_pid, new_epoch)
+            self.result.set_success()
+        elif self.committed and self.prepared is not None and code in LOST_PREPARED_CODES:
+            pid, epoch = self.prepared
+            self.fatal_error(prepared_lost_error(self._tm.transactional_id, pid, epoch, code))
+        else:
+            self.handle_common(code)
+
+
+# What the coordinator answers to a commit of a prepared transaction it no longer has open.
+LOST_PREPARED_CODES = frozenset(
+    {INVALID_TXN_STATE, PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING}
+)
+
+
+def prepared_lost_error(
+    transactional_id: str, producer_id: int, epoch: int, code: int
+) -> errors.PreparedTransactionLostError:
+    """The error for a commit of a prepared transaction the coordinator already ended.
+
+    The broker keeps no history, so the answer code is what tells why: INVALID_TXN_STATE (TV2) -
+    the transaction was aborted; PRODUCER_FENCED / INVALID_PRODUCER_EPOCH - a newer epoch exists
+    (the coordinator aborted it on timeout, or a producer initialized without keep_prepared_txn);
+    INVALID_PRODUCER_ID_MAPPING - the transactional id now maps to another producer id (expired).
+    """
+    what = (
+        f"prepared transaction of transactional_id {transactional_id!r} (producer id {producer_id},"
+        f" epoch {epoch})"
+    )
+    if code == INVALID_TXN_STATE:
+        why = (
+            "the coordinator already aborted it (INVALID_TXN_STATE): it ran past transaction_timeout_ms"
+            " or was aborted explicitly"
+        )
+    elif code == INVALID_PRODUCER_ID_MAPPING:
+        why = (
+            "the coordinator no longer maps the transactional id to that producer id"
+            " (INVALID_PRODUCER_ID_MAPPING: the id expired or was re-created), so the transaction was aborted"
+        )
+    else:
+        why = (
+            f"the coordinator has moved past that epoch ({error_name(code)}): it aborted the transaction"
+            " when it ran past transaction_timeout_ms, or when another producer with this"
+            " transactional id called init_transactions() without keep_prepared_txn (or it was"
+            " committed earlier and the transactional id has been used since)"
+        )
+    return errors.PreparedTransactionLostError(
+        f"cannot commit the {what}: {why}. Its records were lost and will never become visible to"
+        " read_committed consumers; the data must be written again",
+        error_code=code,
+    )
+
+
+class CompletePreparedHandler(TxnRequestHandler):
+    """Commits or aborts a prepared transaction recorded elsewhere, by its producer id/epoch.
+
+    This is phase two of a two-phase commit on brokers without KIP-939 (or without it enabled): no
+    InitProducerId - that would abort the transaction - just EndTxn with the recorded id/epoch to
+    the coordinator. The producer's own state does not change. A repeated commit of a committed
+    transaction succeeds (TV1: same epoch, CompleteCommit -> NONE; TV2: the pre-bump epoch is taken
+    as a retry -> NONE), which makes phase two idempotent.
+    """
+
+    priority = Priority.END_TXN
+    api_name = "EndTxn"
+
+    def __init__(
+        self, tm: TransactionManager, result: TransactionalRequestResult, producer_id: int, epoch: int,
+        committed: bool,
+    ) -> None:
+        super().__init__(tm, result)
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        self.committed = committed
+
+    def build_request(self) -> Any:
+        return EndTxnRequest(
+            version=self._tm._version_for(EndTxnRequest),
+            transactional_id=self._tm.transactional_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            committed=self.committed,
+        )
+
+    def on_response(self, response: Any) -> None:
+        code = int(response.error_code)
+        tm = self._tm
+        if code == NONE:
+            tm._log_debug("txn.prepared_completed", committed=self.committed,
+                          prepared_producer_id=self.producer_id, prepared_epoch=self.producer_epoch)
+            self.result.set_success()
+        elif code in LOST_PREPARED_CODES and self.committed:
+            self.result.set_error(
+                prepared_lost_error(tm.transactional_id, self.producer_id, self.producer_epoch, code)
+            )
+        elif code == INVALID_TXN_STATE:
+            self.result.set_error(
+                errors.InvalidTxnStateError(
+                    f"cannot abort the prepared transaction of transactional_id {tm.transactional_id!r}"
+                    f" (producer id {self.producer_id}, epoch {self.producer_epoch}): the coordinator"
+                    " answered INVALID_TXN_STATE - it was already committed",
+                    error_code=code,
+                )
+            )
+        elif code in LOST_PREPARED_CODES:
+            # abort: the coordinator moved past this transaction, so nothing of it can still commit
+            tm._log("info", "txn.prepared_already_ended", code=error_name(code),
+                    prepared_producer_id=self.producer_id, prepared_epoch=self.producer_epoch)
             self.result.set_success()
         else:
             self.handle_common(code)

@@ -3,8 +3,9 @@
 Why a separate module: every state change the transaction manager makes - from an application
 thread or from the Sender thread - goes through :func:`is_transition_valid`, so the rules live in
 exactly one place and can be tested on their own. The table follows the Java client's
-``TransactionManager.State`` (KIP-98), with ``PREPARED_TRANSACTION`` reserved for two-phase commit
-(KIP-939); nothing enters it yet.
+``TransactionManager.State`` (KIP-98), with ``PREPARED_TRANSACTION`` for two-phase commit (KIP-939):
+entered by ``prepare_transaction()`` or by ``init_transactions(keep_prepared_txn=True)`` finding a
+prepared transaction; only commit/abort/complete leave it.
 
 :func:`illegal_call_message` turns "this call is not allowed now" into a sentence that names the
 state *and* the call that would be valid, because the person reading it is an application
@@ -38,7 +39,9 @@ LEGAL_SOURCES: dict[State, frozenset[State]] = {
     _S.UNINITIALIZED: frozenset(),
     # ABORTING -> INITIALIZING: a TV1 abort that needs a client-side epoch bump (KIP-360) goes
     # through INITIALIZING while the InitProducerId(pid, epoch) is outstanding.
-    _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.ABORTING_TRANSACTION}),
+    # COMMITTING -> INITIALIZING: under TV1 a completed *prepared* transaction is followed by an
+    # epoch bump, so that its recorded (producer id, epoch) can never commit a later transaction.
+    _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.ABORTING_TRANSACTION, _S.COMMITTING_TRANSACTION}),
     _S.READY: frozenset({_S.INITIALIZING, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION}),
     _S.IN_TRANSACTION: frozenset({_S.READY}),
     _S.COMMITTING_TRANSACTION: frozenset({_S.IN_TRANSACTION, _S.PREPARED_TRANSACTION}),
@@ -50,7 +53,8 @@ LEGAL_SOURCES: dict[State, frozenset[State]] = {
         {_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTABLE_ERROR, _S.ABORTING_TRANSACTION}
     ),
     _S.FATAL_ERROR: frozenset(State),
-    _S.PREPARED_TRANSACTION: frozenset({_S.IN_TRANSACTION}),
+    # INITIALIZING -> PREPARED: init_transactions(keep_prepared_txn=True) found a prepared transaction
+    _S.PREPARED_TRANSACTION: frozenset({_S.IN_TRANSACTION, _S.INITIALIZING}),
 }
 
 
@@ -68,6 +72,8 @@ CALL_ALLOWED_IN: dict[str, frozenset[State]] = {
     "send_offsets_to_transaction": frozenset({_S.IN_TRANSACTION}),
     "commit_transaction": frozenset({_S.IN_TRANSACTION, _S.PREPARED_TRANSACTION}),
     "abort_transaction": frozenset({_S.IN_TRANSACTION, _S.ABORTABLE_ERROR, _S.PREPARED_TRANSACTION}),
+    "prepare_transaction": frozenset({_S.IN_TRANSACTION}),
+    "complete_transaction": frozenset({_S.UNINITIALIZED, _S.PREPARED_TRANSACTION}),
 }
 
 
@@ -78,6 +84,11 @@ def _hint(call: str, state: State) -> str:
     if state is _S.INITIALIZING:
         return "init_transactions() has not completed yet: call init_transactions() again to wait for it"
     if state is _S.READY:
+        if call == "complete_transaction":
+            return (
+                "no prepared transaction is open: complete_transaction(state) works before"
+                " init_transactions() or after init_transactions(keep_prepared_txn=True) found one"
+            )
         if call == "init_transactions":
             return "init_transactions() already completed: call begin_transaction() to start a transaction"
         return "no transaction is open: call begin_transaction() first"
@@ -92,7 +103,10 @@ def _hint(call: str, state: State) -> str:
     if state is _S.ABORTABLE_ERROR:
         return "the transaction failed and cannot commit: call abort_transaction(), then begin a new one"
     if state is _S.PREPARED_TRANSACTION:
-        return "a prepared transaction is open: call commit_transaction() or abort_transaction()"
+        return (
+            "a prepared transaction is open: call commit_transaction(), abort_transaction() or"
+            " complete_transaction(state)"
+        )
     return "the producer hit a fatal error: close it and create a new one"
 
 

@@ -51,10 +51,11 @@ def _coordinator_ok(state: ClusterState, ctx: RequestContext, key_type: int, key
 def handle_init_producer_id(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     tid = request.transactional_id
+    ongoing_pid, ongoing_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     if tid and not _coordinator_ok(state, ctx, TXN_KEY, tid):
         error, pid, epoch = NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     else:
-        error, pid, epoch = state.txn.init_producer_id(
+        error, pid, epoch, ongoing_pid, ongoing_epoch = state.txn.init_producer_id_v6(
             tid, request.transaction_timeout_ms,
             request.producer_id if version >= 3 else NO_PRODUCER_ID,
             request.producer_epoch if version >= 3 else NO_PRODUCER_EPOCH,
@@ -62,6 +63,10 @@ def handle_init_producer_id(state: ClusterState, ctx: RequestContext, request: A
             keep_prepared_txn=bool(getattr(request, "keep_prepared_txn", False)) if version >= 6 else False,
         )
     error = fenced_for_version(version, 4, error)
+    if version >= 6:
+        return InitProducerIdResponse[version](throttle_time_ms=0, error_code=error, producer_id=pid,
+                                               producer_epoch=epoch, ongoing_txn_producer_id=ongoing_pid,
+                                               ongoing_txn_producer_epoch=ongoing_epoch)
     return InitProducerIdResponse[version](throttle_time_ms=0, error_code=error, producer_id=pid,
                                            producer_epoch=epoch)
 

@@ -104,7 +104,12 @@ TV1_CAPS: dict[int, int] = {0: 11, 24: 4, 25: 4, 26: 4, 28: 4}
 METADATA_VERSION_LEVEL = 27
 
 
-def advertised_versions(transaction_version: int) -> list[tuple[int, int, int]]:
+# InitProducerId v6 (KIP-939) is advertised only when 2PC is enabled (Kafka 4.1 with
+# transaction.two.phase.commit.enable off caps it at v5 - see the conformance api_versions.json).
+TWO_PC_VERSIONS: dict[int, int] = {22: 6}
+
+
+def advertised_versions(transaction_version: int, enable_2pc: bool = False) -> list[tuple[int, int, int]]:
     """(api_key, min, max) for every API this mock answers, as ApiVersions reports them."""
     out = []
     registered = registered_api_keys()
@@ -115,6 +120,8 @@ def advertised_versions(transaction_version: int) -> list[tuple[int, int, int]]:
         if cls is None:
             continue
         schema_lo, schema_hi = cls.valid_versions
+        if enable_2pc and key in TWO_PC_VERSIONS:
+            hi = TWO_PC_VERSIONS[key]
         lo, hi = max(lo, schema_lo), min(hi, schema_hi)
         if transaction_version < 2 and key in TV1_CAPS:
             hi = min(hi, TV1_CAPS[key])
@@ -130,7 +137,8 @@ def api_versions(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     values: dict[str, Any] = {
         "error_code": NONE,
         "api_keys": [
-            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in advertised_versions(tv)
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in advertised_versions(
+                tv, bool(state.settings.get("enable_2pc", False)))
         ],
         "throttle_time_ms": 0,
     }

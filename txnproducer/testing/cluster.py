@@ -74,6 +74,9 @@ class MockCluster:
     ``transaction_version`` is the finalized ``transaction.version`` feature (0, 1 or 2): below 2 the
     brokers advertise only the pre-KIP-890 versions of Produce/AddPartitionsToTxn/EndTxn/TxnOffsetCommit.
     ``validate_crc`` checks every produced batch's CRC-32C (cheap with the ``crc32c`` package).
+    ``enable_2pc`` turns on KIP-939 two-phase commit (Kafka's ``transaction.two.phase.commit.enable``):
+    InitProducerId v6 is advertised and ``enable_2pc``/``keep_prepared_txn`` are honoured; off (the
+    default, like Kafka 4.1) v6 is not advertised and ``enable_2pc`` is refused.
     ``group_*`` override the group coordinator's settings (Kafka's ``group.initial.rebalance.delay.ms``,
     ``group.min/max.session.timeout.ms``; the mock defaults are 0, 1 and 1800000 for fast tests).
     """
@@ -93,6 +96,7 @@ class MockCluster:
         validate_crc: bool = True,
         tick_interval_ms: int = 50,
         cluster_id: str | None = None,
+        enable_2pc: bool = False,
     ) -> None:
         if num_brokers < 1:
             raise ValueError("num_brokers must be >= 1")
@@ -110,6 +114,8 @@ class MockCluster:
             cluster_id,
         )
         self.state.settings["validate_crc"] = validate_crc
+        # KIP-939 two-phase commit (Kafka's transaction.two.phase.commit.enable): InitProducerId v6
+        self.state.settings["enable_2pc"] = enable_2pc
         group_settings = {
             "group_initial_rebalance_delay_ms": group_initial_rebalance_delay_ms,
             "group_min_session_timeout_ms": group_min_session_timeout_ms,
@@ -180,7 +186,8 @@ class MockCluster:
         return next(self._connection_ids)
 
     def api_versions(self) -> list[tuple[int, int, int]]:
-        return broker_handlers.advertised_versions(self.state.transaction_version)
+        return broker_handlers.advertised_versions(self.state.transaction_version,
+                                                   bool(self.state.settings.get("enable_2pc", False)))
 
     # ---------------------------------------------------------------- access
     @property

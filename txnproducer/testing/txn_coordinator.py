@@ -138,28 +138,71 @@ class TransactionCoordinator:
                          producer_epoch: int, enable_2pc: bool = False,
                          keep_prepared_txn: bool = False) -> tuple[int, int, int]:
         """InitProducerId: returns (error, producer id, epoch); see the module docstring for the rules."""
+        return self.init_producer_id_v6(transactional_id, timeout_ms, producer_id, producer_epoch,
+                                        enable_2pc, keep_prepared_txn)[:3]
+
+    def init_producer_id_v6(self, transactional_id: str | None, timeout_ms: int, producer_id: int,
+                            producer_epoch: int, enable_2pc: bool = False,
+                            keep_prepared_txn: bool = False) -> tuple[int, int, int, int, int]:
+        """InitProducerId with the KIP-939 fields: (error, producer id, epoch, ongoing producer id,
+        ongoing epoch); the last two are -1 unless ``keep_prepared_txn`` kept an ongoing transaction.
+
+        2PC (``enable_2pc``) is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless the cluster
+        enables it (``MockCluster(enable_2pc=True)``, Kafka's ``transaction.two.phase.commit.enable``)
+        - the broker answers that, not an UNSUPPORTED_* code, so a client cannot probe the setting.
+        A 2PC transaction is never aborted by the transaction timeout (Kafka uses Int.MaxValue).
+        ``keep_prepared_txn`` keeps an ongoing transaction: the epoch is bumped (fencing the old
+        instance) but the transaction stays Ongoing with its partitions, and the answer names the
+        producer id/epoch it was started with, so the new instance can commit or abort it.
+        """
+        none = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         with self._state.lock:
             if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
-                return INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+                return (INVALID_REQUEST, *none, *none)
             expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
             if transactional_id is None:
                 # idempotent producer: always a brand-new id (even when it asks for a KIP-360 bump)
-                return NONE, self.allocate_producer_id(), 0
+                return (NONE, self.allocate_producer_id(), 0, *none)
             if transactional_id == "":
-                return INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+                return (INVALID_REQUEST, *none, *none)
             if enable_2pc or keep_prepared_txn:
-                # InitProducerId v6 (KIP-939). The recorded broker runs with 2PC disabled, which refuses
-                # enable_2pc; a 2PC-enabled mode would go here (PREPARED transactions, no timeout).
-                return TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-            if not 0 < timeout_ms <= self._state.transaction_max_timeout_ms:
-                return INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+                if not getattr(self._state, "settings", {}).get("enable_2pc", False):
+                    # the recorded broker (2PC off) refuses enable_2pc this way
+                    return (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *none, *none)
+                if keep_prepared_txn and not enable_2pc:
+                    return (INVALID_REQUEST, *none, *none)
+            elif not 0 < timeout_ms <= self._state.transaction_max_timeout_ms:
+                return (INVALID_TRANSACTION_TIMEOUT, *none, *none)
             md = self._txns.get(transactional_id)
             if md is None:
                 md = TransactionMetadata(transactional_id, self.allocate_producer_id(), timeout_ms=timeout_ms,
                                          last_update_ms=self._now())
                 self._txns[transactional_id] = md
                 self._by_producer_id[md.producer_id] = transactional_id
-            return self._init_existing(md, timeout_ms, expected)
+            if keep_prepared_txn and md.state == TxnState.ONGOING:
+                return self._keep_ongoing(md, timeout_ms, expected)
+            error, pid, epoch = self._init_existing(md, timeout_ms, expected)
+            if error == NONE:
+                md.two_phase = enable_2pc
+            return (error, pid, epoch, *none)
+
+    def _keep_ongoing(self, md: TransactionMetadata, timeout_ms: int,
+                      expected: tuple[int, int] | None) -> tuple[int, int, int, int, int]:
+        """KIP-939 recovery: fence the old instance (epoch + 1) but keep its transaction open."""
+        none = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if expected is not None and expected[0] != md.producer_id:
+            return (PRODUCER_FENCED, *none, *none)
+        if is_epoch_exhausted(md.producer_epoch):
+            # the kept transaction's markers must carry its producer id: no room for a rotation here
+            return (CONCURRENT_TRANSACTIONS, *none, *none)
+        ongoing_pid, ongoing_epoch = md.producer_id, md.producer_epoch
+        md.last_producer_epoch = ongoing_epoch
+        md.producer_epoch = ongoing_epoch + 1
+        md.two_phase = True
+        md.timeout_ms = timeout_ms
+        md.last_update_ms = self._now()
+        self._changed()
+        return NONE, md.producer_id, md.producer_epoch, ongoing_pid, ongoing_epoch
 
     def _init_existing(self, md: TransactionMetadata, timeout_ms: int,
                        expected: tuple[int, int] | None) -> tuple[int, int, int]:
@@ -463,7 +506,7 @@ class TransactionCoordinator:
         """Abort every ongoing transaction older than its timeout (the broker's periodic check)."""
         with self._state.lock:
             for md in list(self._txns.values()):
-                if md.state == TxnState.ONGOING and md.start_time_ms >= 0 and \
+                if md.state == TxnState.ONGOING and md.start_time_ms >= 0 and not md.two_phase and \
                         md.start_time_ms + md.timeout_ms < now_ms:
                     self._abort_by_coordinator(md, tv2=md.client_tv >= 2)
 
@@ -512,6 +555,7 @@ class TransactionCoordinator:
                 "partitions": sorted(tp for tp in md.partitions if tp[0] != OFFSETS_TOPIC),
                 "groups": sorted(md.groups),
                 "markers_held": md.markers_held,
+                "two_phase": md.two_phase,
             }
 
     def transactional_ids(self) -> list[str]:

@@ -97,6 +97,8 @@ class TransactionMetadata:
     next_producer_id: int = NO_PRODUCER_ID
     # hold this transaction's markers (fault injection): EndTxn stops in PrepareCommit/PrepareAbort
     markers_held: bool = False
+    # KIP-939: the producer registered with enable_2pc - its transactions never time out
+    two_phase: bool = False
 
     def add_partitions(self, parts: list[tuple[str, int]]) -> None:
         for tp in parts:
