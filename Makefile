@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # Stamp files record what was installed, so repeated runs skip pip.
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $@
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
