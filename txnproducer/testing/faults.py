@@ -171,7 +171,8 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
         v["topics"] = [
             {
                 "name": t.name,
-                "topic_id": getattr(t, "topic_id", None),
+                # TxnOffsetCommitResponse topics have no topic_id (OffsetCommit v10+ has)
+                **({"topic_id": getattr(t, "topic_id", None)} if api_key == 8 else {}),
                 "partitions": [
                     {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
                 ],

@@ -1,0 +1,442 @@
+"""TransactionalProcessor against in-memory fakes of the consumer and the producer.
+
+The fakes keep just enough state to check what users rely on: which outputs and input offsets
+become committed together, where the consumer resumes after an abort, what happens to the open
+transaction when partitions are revoked, and which errors end the loop. (The real thing, with
+kafka-python and the MockCluster, is in tests/mock/test_eos_*.py.)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+from txnproducer import errors
+from txnproducer.config import ProducerConfig
+from txnproducer.eos import OutputRecord, TransactionalProcessor
+
+T0, T1 = TopicPartition("in", 0), TopicPartition("in", 1)
+
+
+def record(tp: TopicPartition, offset: int) -> Any:
+    value = f"{tp.partition}:{offset}".encode()
+    return ConsumerRecord(tp.topic, tp.partition, 0, offset, 0, 0, None, value, [], None, 0, len(value), 0)
+
+
+class Group:
+    """The consumer group's committed offsets (what the transaction commits)."""
+
+    def __init__(self) -> None:
+        self.committed: dict[TopicPartition, int] = {}
+
+
+class FakeConsumer:
+    def __init__(self, group: Group, log: list[str], data: dict[TopicPartition, int],
+                 **settings: Any) -> None:
+        self.settings = settings
+        self.group = group
+        self.log = log
+        self.data = data  # partition -> number of records in it
+        self.assigned: set[TopicPartition] = set(data)
+        self.positions: dict[TopicPartition, int] = {}
+        self.listener: Any = None
+        self.closed = False
+        self.before_poll: list[Callable[[FakeConsumer], None]] = []
+        self.generation = 1
+
+    def topics(self) -> set[str]:
+        return {tp.topic for tp in self.data}
+
+    def subscribe(self, topics: list[str], listener: Any) -> None:
+        self.listener = listener
+
+    def rebalance(self, new_assignment: set[TopicPartition]) -> None:
+        """What kafka-python does inside poll: revoke everything (eager), then assign."""
+        self.log.append("revoke-start")
+        self.listener.on_partitions_revoked(set(self.assigned))
+        self.log.append("revoke-done")
+        self.generation += 1
+        kept = {tp: pos for tp, pos in self.positions.items() if tp in new_assignment}
+        self.positions = kept
+        self.assigned = set(new_assignment)
+        self.listener.on_partitions_assigned(set(new_assignment))
+
+    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Any]]:
+        assert not self.closed
+        if self.before_poll:  # one scripted event per poll
+            self.before_poll.pop(0)(self)
+        out: dict[TopicPartition, list[Any]] = {}
+        budget = max_records
+        for tp in sorted(self.assigned):
+            if tp not in self.positions:
+                self.positions[tp] = self.group.committed.get(tp, 0)
+            pos = self.positions[tp]
+            n = min(budget, self.data[tp] - pos)
+            if n > 0:
+                out[tp] = [record(tp, o) for o in range(pos, pos + n)]
+                self.positions[tp] = pos + n
+                budget -= n
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        if tp not in self.assigned:
+            raise ValueError("Unassigned partition")
+        self.log.append(f"seek {tp.partition}@{offset}")
+        self.positions[tp] = offset
+
+    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+        return self.group.committed.get(tp)
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.assigned)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return ConsumerGroupMetadata("g", self.generation, "member-1", None)
+
+    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
+        assert autocommit is False
+        self.log.append("consumer-close")
+        self.closed = True
+
+
+class FakeProducer:
+    def __init__(self, config: ProducerConfig, group: Group, log: list[str]) -> None:
+        self.config = config
+        self.group = group
+        self.log = log
+        self.pending: list[OutputRecord] = []
+        self.pending_offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.committed: list[OutputRecord] = []
+        self.in_txn = False
+        self.closed_with: float | None = None
+        self.fail: dict[str, BaseException] = {}
+        self.group_metadata: list[Any] = []
+
+    def _maybe_fail(self, op: str) -> None:
+        exc = self.fail.pop(op, None)
+        if exc is not None:
+            raise exc
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        self.log.append("init")
+
+    def begin_transaction(self) -> None:
+        assert not self.in_txn
+        self.in_txn = True
+        self.log.append("begin")
+
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Any = None) -> None:
+        assert self.in_txn
+        self._maybe_fail("send")
+        self.pending.append(OutputRecord(topic, value, key, partition, headers, timestamp_ms))
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                                    group_metadata: Any, timeout: float | None = None) -> None:
+        assert self.in_txn
+        self._maybe_fail("send_offsets")
+        self.group_metadata.append(group_metadata)
+        self.pending_offsets.update(offsets)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        assert self.in_txn
+        self._maybe_fail("commit")
+        self.committed.extend(self.pending)
+        for tp, om in self.pending_offsets.items():
+            self.group.committed[tp] = om.offset
+        self._end("commit")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._maybe_fail("abort")
+        self._end("abort")
+
+    def _end(self, what: str) -> None:
+        self.pending.clear()
+        self.pending_offsets.clear()
+        self.in_txn = False
+        self.log.append(what)
+
+    def close(self, timeout: float | None = None) -> None:
+        self.log.append(f"producer-close({timeout})")
+        self.closed_with = timeout
+
+
+class Harness:
+    def __init__(self, data: dict[TopicPartition, int], **kwargs: Any) -> None:
+        self.group = Group()
+        self.log: list[str] = []
+        self.data = data
+        self.consumer: FakeConsumer | None = None
+        self.producer: FakeProducer | None = None
+        self.commits: list[dict[TopicPartition, OffsetAndMetadata]] = []
+        kwargs.setdefault("transform", lambda r: [OutputRecord("out", r.value, partition=r.partition)])
+        kwargs.setdefault("instance_name", "i1")
+        self.proc = TransactionalProcessor(
+            "in",
+            consumer_config={"group_id": "g", "bootstrap_servers": "k:9092", **kwargs.pop("consumer", {})},
+            producer_config=kwargs.pop("producer", {}),
+            consumer_factory=self._consumer,
+            producer_factory=self._producer,
+            on_commit=self.commits.append,
+            poll_timeout_ms=0,
+            **kwargs,
+        )
+
+    def _consumer(self, **settings: Any) -> FakeConsumer:
+        self.consumer = FakeConsumer(self.group, self.log, self.data, **settings)
+        return self.consumer
+
+    def _producer(self, config: ProducerConfig) -> FakeProducer:
+        self.producer = FakeProducer(config, self.group, self.log)
+        return self.producer
+
+    def started(self) -> tuple[FakeConsumer, FakeProducer]:
+        self.proc.start()
+        assert self.consumer is not None and self.producer is not None
+        return self.consumer, self.producer
+
+    def output_values(self) -> list[bytes]:
+        assert self.producer is not None
+        return [r.value for r in self.producer.committed]
+
+
+def expected_values(data: dict[TopicPartition, int]) -> list[bytes]:
+    return sorted(f"{tp.partition}:{o}".encode() for tp, n in data.items() for o in range(n))
+
+
+# --- settings ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("consumer", "message"),
+    [
+        ({"isolation_level": "read_uncommitted"}, "isolation_level"),
+        ({"enable_auto_commit": True}, "enable_auto_commit"),
+        ({"enable.auto.commit": True}, "enable_auto_commit"),
+        ({"group_id": ""}, "group_id"),
+    ],
+)
+def test_settings_that_break_exactly_once_are_rejected(consumer: dict[str, Any], message: str) -> None:
+    with pytest.raises(errors.ConfigError, match=message):
+        Harness({T0: 1}, consumer=consumer)
+
+
+def test_consumer_is_forced_to_read_committed_without_auto_commit() -> None:
+    h = Harness({T0: 1}, consumer={"session.timeout.ms": 3000})
+    consumer, _ = h.started()
+    assert consumer.settings["isolation_level"] == "read_committed"
+    assert consumer.settings["enable_auto_commit"] is False
+    assert consumer.settings["auto_offset_reset"] == "earliest"
+    assert consumer.settings["session_timeout_ms"] == 3000
+
+
+def test_transactional_id_is_per_instance_and_stable() -> None:
+    assert Harness({T0: 1}, instance_name="east-1").proc.transactional_id == "g-east-1"
+    assert Harness({T0: 1}, transactional_id="explicit").proc.transactional_id == "explicit"
+    shared = ProducerConfig(bootstrap_servers="k:9092", transactional_id="from-config")
+    assert Harness({T0: 1}, producer=shared, instance_name=None).proc.transactional_id == "from-config"
+    assert Harness({T0: 1}, producer=shared, instance_name="b").proc.transactional_id == "g-b"
+    with pytest.raises(errors.ConfigError, match="instance_name"):
+        Harness({T0: 1}, instance_name=None)
+
+
+def test_exactly_one_transform_form_is_required() -> None:
+    with pytest.raises(errors.ConfigError, match="exactly one"):
+        Harness({T0: 1}, transform_batch=lambda rs: [])
+    with pytest.raises(errors.ConfigError, match="exactly one"):
+        Harness({T0: 1}, transform=None)
+
+
+# --- the loop ---------------------------------------------------------------------------------------
+
+
+def test_outputs_and_next_offsets_commit_in_the_same_transaction() -> None:
+    data = {T0: 5, T1: 3}
+    h = Harness(data)
+    _, producer = h.started()
+    metrics = h.proc.run(max_transactions=1)
+    assert h.output_values() == expected_values(data)
+    assert h.group.committed == {T0: 5, T1: 3}  # next offsets: one past the last record
+    assert h.commits == [{T0: OffsetAndMetadata(5, "", 0), T1: OffsetAndMetadata(3, "", 0)}]
+    assert producer.group_metadata[0].generation_id == 1  # the consumer's metadata: KIP-447 fencing
+    assert metrics["transactions_committed"] == 1
+    assert metrics["records_in"] == 8 and metrics["records_out"] == 8
+
+
+def test_transactions_are_bounded_by_max_records() -> None:
+    data = {T0: 10}
+    h = Harness(data, max_records_per_txn=4)
+    h.proc.run(max_transactions=3)
+    assert [c[T0].offset for c in h.commits] == [4, 8, 10]
+    assert h.output_values() == expected_values(data)
+
+
+def test_batch_transform_gets_each_polled_batch() -> None:
+    batches: list[int] = []
+
+    def batch(records: list[Any]) -> list[OutputRecord]:
+        batches.append(len(records))
+        return [OutputRecord("out", b"sum", key=str(len(records)).encode())]
+
+    h = Harness({T0: 6}, transform=None, transform_batch=batch, max_records_per_txn=6)
+    h.proc.run(max_transactions=1)
+    assert batches == [6]
+    assert h.group.committed == {T0: 6}
+
+
+def test_commit_failed_aborts_rewinds_and_reprocesses_exactly_once() -> None:
+    data = {T0: 4, T1: 4}
+    h = Harness(data, max_records_per_txn=100)
+    _, producer = h.started()
+    producer.fail["send_offsets"] = errors.CommitFailedError("ILLEGAL_GENERATION", error_code=22)
+    metrics = h.proc.run(max_transactions=1)
+    assert metrics["aborts_on_error"] == 1 and metrics["transactions_aborted"] == 1
+    assert h.log.index("abort") < h.log.index("seek 0@0")  # rewound to where the txn started
+    assert h.output_values() == expected_values(data)  # reprocessed once, committed once
+    assert h.group.committed == {T0: 4, T1: 4}
+
+
+def test_rewind_goes_to_the_groups_committed_offset() -> None:
+    data = {T0: 10}
+    h = Harness(data, max_records_per_txn=5)
+    _, producer = h.started()
+    h.proc.run(max_transactions=1)
+    producer.fail["commit"] = errors.TransactionAbortableError("abortable")
+    h.proc.run(max_transactions=1)
+    assert "seek 0@5" in h.log
+    assert h.output_values() == expected_values(data)
+
+
+def test_fatal_error_closes_and_raises() -> None:
+    h = Harness({T0: 3})
+    consumer, producer = h.started()
+    producer.fail["send_offsets"] = errors.GroupAuthorizationError("no READ on group g")
+    with pytest.raises(errors.GroupAuthorizationError):
+        h.proc.run()
+    assert producer.committed == [] and h.group.committed == {}
+    assert consumer.closed and producer.closed_with is not None
+    assert h.proc.closed
+    with pytest.raises(errors.ClosedError):
+        h.proc.run()
+
+
+def test_transform_error_aborts_rewinds_and_reaches_the_caller() -> None:
+    data = {T0: 3}
+    fail = threading.Event()
+    fail.set()
+
+    def transform(r: Any) -> list[OutputRecord]:
+        if fail.is_set() and r.offset == 1:
+            raise KeyError("bad record")
+        return [OutputRecord("out", r.value)]
+
+    h = Harness(data, transform=transform)
+    _, producer = h.started()
+    with pytest.raises(KeyError, match="bad record"):
+        h.proc.run()
+    assert h.log[-2:] == ["abort", "seek 0@0"]
+    assert h.group.committed == {} and producer.committed == []
+    assert not h.proc.closed  # the caller decides: fix and run again, or close
+    fail.clear()
+    h.proc.run(max_transactions=1)
+    assert h.output_values() == expected_values(data)
+
+
+def test_transform_must_yield_output_records() -> None:
+    h = Harness({T0: 1}, transform=lambda r: [("out", r.value)])
+    with pytest.raises(TypeError, match="OutputRecord"):
+        h.proc.run()
+    assert "abort" in h.log
+
+
+def test_revocation_aborts_the_open_transaction_before_it_completes() -> None:
+    data = {T0: 4, T1: 4}
+    h = Harness(data, max_txn_time_ms=60_000)
+    consumer, _ = h.started()
+    # First poll: all 8 records (txn open). Second poll: the group takes T1 away.
+    consumer.before_poll.append(lambda c: None)
+    consumer.before_poll.append(lambda c: c.rebalance({T0}))
+    consumer.before_poll.append(lambda c: h.proc.stop())  # from the loop's thread: stop after this batch
+    h.proc.run()
+    metrics = h.proc.metrics()
+    revoke = h.log.index("revoke-start")
+    assert h.log[revoke:revoke + 5] == ["revoke-start", "abort", "seek 0@0", "seek 1@0", "revoke-done"]
+    assert metrics["aborts_on_revocation"] == 1 and metrics["rebalances"] == 1
+    assert h.group.committed == {T0: 4}  # the kept partition reprocessed from its start
+    assert h.output_values() == expected_values({T0: 4})
+
+
+def test_fenced_during_revocation_is_raised_from_run() -> None:
+    h = Harness({T0: 4, T1: 4}, max_txn_time_ms=60_000)
+    consumer, producer = h.started()
+    consumer.before_poll.append(lambda c: None)
+
+    def fenced_rebalance(c: FakeConsumer) -> None:
+        producer.fail["abort"] = errors.ProducerFencedError("fenced")
+        c.rebalance({T0})
+
+    consumer.before_poll.append(fenced_rebalance)
+    with pytest.raises(errors.ProducerFencedError):
+        h.proc.run()
+    assert h.proc.closed and consumer.closed
+
+
+def test_stop_from_another_thread_commits_and_closes() -> None:
+    data = {T0: 3, T1: 3}
+    h = Harness(data, max_records_per_txn=4, max_txn_time_ms=60_000)
+    consumer, _ = h.started()
+    # Poll 1: 4 records, committed. During poll 2 (2 records: txn open) stop() comes from another
+    # thread: the open transaction is committed, then the consumer and the producer close.
+    consumer.before_poll.extend([lambda c: None, lambda c: _stop_in_thread(h.proc)])
+    h.proc.run()
+    assert [dict(c) for c in h.commits][-1] == {T1: OffsetAndMetadata(3, "", 0)}
+    assert h.output_values() == expected_values(data)
+    assert h.group.committed == {T0: 3, T1: 3}
+    assert h.log[-3:] == ["commit", "consumer-close", "producer-close(10.0)"]
+    assert h.proc.closed
+
+
+def _stop_in_thread(proc: TransactionalProcessor) -> None:
+    """Ask to stop from another thread without waiting (the loop is on this thread)."""
+    t = threading.Thread(target=proc.stop, args=(0.0,))
+    t.start()
+    t.join(5)
+    assert not t.is_alive()
+
+
+def test_stop_when_not_running_closes_once() -> None:
+    h = Harness({T0: 1})
+    consumer, producer = h.started()
+    assert h.proc.stop() is True
+    assert h.proc.stop() is True
+    assert h.log.count("consumer-close") == 1 and consumer.closed and producer.closed_with == 10.0
+
+
+def test_simulated_crash_leaves_the_transaction_open() -> None:
+    h = Harness({T0: 3})
+    _, producer = h.started()
+    h.proc.simulate_crash("before_commit")
+    h.proc.run()
+    assert producer.in_txn and producer.pending_offsets  # nothing aborted, nothing committed
+    assert "abort" not in h.log and "commit" not in h.log
+    assert producer.closed_with == 0
+    assert h.group.committed == {}
+
+
+def test_run_returns_open_after_max_transactions_and_stop_closes_it() -> None:
+    h = Harness({T0: 6}, max_records_per_txn=3)
+    consumer, producer = h.started()
+    h.proc.run(max_transactions=1)
+    assert not h.proc.closed and not consumer.closed
+    h.proc.run(max_transactions=1)  # continues where it stopped
+    assert h.output_values() == expected_values({T0: 6})
+    assert h.proc.stop() is True
+    assert h.proc.closed and consumer.closed and producer.closed_with == 10.0

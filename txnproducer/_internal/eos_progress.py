@@ -1,0 +1,65 @@
+"""What the open transaction of a consume-transform-produce loop has consumed.
+
+Why it is tracked: the offsets committed with the transaction are the *next* offsets after the
+last record of each partition it consumed, and when the transaction aborts the consumer must be
+put back where the transaction started on each partition (otherwise those records would be
+skipped: lost). kafka-python's consumer only knows its current position, so the start positions
+are remembered here, per transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+__all__ = ["TxnProgress"]
+
+
+class TxnProgress:
+    """Per-partition start and next offsets of one transaction, plus its size and age."""
+
+    def __init__(self) -> None:
+        self.start: dict[TopicPartition, int] = {}
+        self._next: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (next offset, leader epoch)
+        self.records_in = 0
+        self.records_out = 0
+        self.started_at: float | None = None
+
+    @property
+    def open(self) -> bool:
+        """A transaction was begun and has not ended (committed or aborted) yet."""
+        return self.started_at is not None
+
+    def begin(self) -> None:
+        self.reset()
+        self.started_at = time.monotonic()
+
+    def reset(self) -> None:
+        """Forget everything (after commit or abort)."""
+        self.start.clear()
+        self._next.clear()
+        self.records_in = 0
+        self.records_out = 0
+        self.started_at = None
+
+    def age_ms(self) -> float:
+        return 0.0 if self.started_at is None else (time.monotonic() - self.started_at) * 1000
+
+    def consumed(self, records: Iterable[Any]) -> None:
+        """Note consumed kafka-python ``ConsumerRecord``s (in partition order)."""
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            self.start.setdefault(tp, int(record.offset))
+            epoch = getattr(record, "leader_epoch", None)
+            self._next[tp] = (int(record.offset) + 1, -1 if epoch is None else int(epoch))
+            self.records_in += 1
+
+    def next_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The offsets to commit with the transaction: one past the last consumed record."""
+        return {tp: OffsetAndMetadata(offset, "", epoch) for tp, (offset, epoch) in self._next.items()}
+
+    def partitions(self) -> set[TopicPartition]:
+        return set(self.start)
