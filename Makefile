@@ -31,8 +31,11 @@ typecheck: $(VENV)/.dev-installed
 
 check: lint typecheck test
 
+# The quick-start demo (commit / abort / commit), then the exactly-once pipeline: two processors
+# in one group, one killed mid-transaction and restarted, output checked for exactly-once.
 demo: $(VENV)/.installed
 	$(BIN)/python -m txnproducer demo
+	$(BIN)/python examples/consume_transform_produce.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
