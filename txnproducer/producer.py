@@ -302,7 +302,7 @@ class TransactionalProducer:
         TimeoutError (flush bound), ClosedError.
         """
         self._check_open("prepare_transaction")
-        self._tm.fail_if_not_ready_for_send()
+        self._tm.fail_if_not_ready_for_send("prepare_transaction")
         self.flush(timeout)
         return self._tm.prepare_transaction()
 

@@ -58,7 +58,15 @@ try:  # tests/mock is a plain directory (rootdir import) or a package, depending
 except ImportError:  # pragma: no cover
     from tests.mock._txn_fake_state import FakeState
 
-RECORDINGS = Path(os.environ.get("TXN_CONFORMANCE_DIR", "/work/shared/conformance/kafka-4.1.0"))
+def _recordings_dir() -> Path:
+    """The recordings: $TXN_CONFORMANCE_DIR, else shared/ beside the repository (as CI has it)."""
+    if "TXN_CONFORMANCE_DIR" in os.environ:
+        return Path(os.environ["TXN_CONFORMANCE_DIR"])
+    beside_repo = Path(__file__).resolve().parents[3] / "shared/conformance/kafka-4.1.0"
+    return beside_repo if beside_repo.exists() else Path("/work/shared/conformance/kafka-4.1.0")
+
+
+RECORDINGS = _recordings_dir()
 FILES = ["tv2_commit_flow", "tv1_commit_flow", "errors", "txn_timeout", "epoch_bump_kip360",
          "epoch_overflow", "describe_ongoing"]
 

@@ -202,10 +202,10 @@ def test_empty_prepared_transaction_completes_as_a_no_op(
 def test_prepare_refuses_after_a_failed_record_and_in_wrong_states(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     producer = make_producer()
-    with pytest.raises(errors.IllegalStateError):
+    with pytest.raises(errors.IllegalStateError, match=r"^prepare_transaction\(\) called before init"):
         producer.prepare_transaction()
     producer.init_transactions()
-    with pytest.raises(errors.IllegalStateError, match="READY"):
+    with pytest.raises(errors.IllegalStateError, match=r"^prepare_transaction\(\) called in state READY"):
         producer.prepare_transaction()
     with pytest.raises(errors.IllegalStateError, match="READY"):
         producer.complete_transaction(PreparedTxnState("tx-2pc", 5, 5))

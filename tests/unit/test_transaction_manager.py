@@ -37,9 +37,10 @@ from txnproducer._internal.txn_handlers import Priority, TxnRequestHandler
 TID = "tx-1"
 TP0 = TopicPartition("orders", 0)
 TP1 = TopicPartition("orders", 1)
-CONFORMANCE = pathlib.Path("/work/shared/conformance/kafka-4.1.0")
-if not CONFORMANCE.exists():  # the recordings may also live next to the repository
-    CONFORMANCE = pathlib.Path(__file__).resolve().parents[2] / "shared/conformance/kafka-4.1.0"
+# shared/ beside the repository (as CI has it), else the workplace's copy
+CONFORMANCE = pathlib.Path(__file__).resolve().parents[3] / "shared/conformance/kafka-4.1.0"
+if not CONFORMANCE.exists():
+    CONFORMANCE = pathlib.Path("/work/shared/conformance/kafka-4.1.0")
 
 
 class FakeClock:

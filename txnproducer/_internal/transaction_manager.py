@@ -459,20 +459,22 @@ class TransactionManager:
             elif tp not in self._partitions_in_txn and tp not in self._pending_partitions:
                 self._new_partitions.add(tp)
 
-    def fail_if_not_ready_for_send(self) -> None:
+    def fail_if_not_ready_for_send(self, call: str = "send") -> None:
+        """Raise unless records may be added to the open transaction; ``call`` names the API
+        call in the message (``send``, ``prepare_transaction``, ...)."""
         with self._lock:
-            self._check_ready_for_send()
+            self._check_ready_for_send(call)
 
-    def _check_ready_for_send(self) -> None:
-        self._throw_if_pending("send")
-        self._maybe_fail_with_error("send")
+    def _check_ready_for_send(self, call: str = "send") -> None:
+        self._throw_if_pending(call)
+        self._maybe_fail_with_error(call)
         if not self._pid.is_valid:
             raise errors.IllegalStateError(
-                f"send() called before init_transactions() completed (state {self._state.name}):"
+                f"{call}() called before init_transactions() completed (state {self._state.name}):"
                 " call init_transactions() first"
             )
         if self._state is not State.IN_TRANSACTION:
-            raise errors.IllegalStateError(illegal_call_message("send", self._state, self.transactional_id))
+            raise errors.IllegalStateError(illegal_call_message(call, self._state, self.transactional_id))
 
     def close(self) -> None:
         """Fail every pending request and waiting call with ClosedError; later calls raise it."""
@@ -933,7 +935,7 @@ class TransactionManager:
             return None
         if state is next_state:
             return result
-        raise errors.IllegalStateError(self._pending_message(call, pending_call))
+        raise errors.IllegalStateError(self._pending_message(call, pending_call, self._state))
 
     def _throw_if_pending(self, call: str) -> None:
         self._ensure_open()
@@ -943,12 +945,13 @@ class TransactionManager:
         if result.acked:
             self._pending_call = None
             return
-        raise errors.IllegalStateError(self._pending_message(call, pending_call))
+        raise errors.IllegalStateError(self._pending_message(call, pending_call, self._state))
 
     @staticmethod
-    def _pending_message(call: str, pending_call: str) -> str:
+    def _pending_message(call: str, pending_call: str, state: State) -> str:
         return (
-            f"{call}() called while a previous {pending_call}() has not been seen to complete (it timed"
+            f"{call}() called in state {state.name} while a previous {pending_call}() has not been seen"
+            f" to complete (it timed"
             f" out or is still running): call {pending_call}() again to wait for it first"
         )
 

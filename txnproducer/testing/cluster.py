@@ -17,7 +17,6 @@ Typical use::
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import threading
 from collections.abc import Callable, Sequence
@@ -27,44 +26,16 @@ import structlog
 
 from . import _proto, broker_handlers
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
+from .group_coordinator import GroupCoordinator
 from .request_log import RequestLog, RequestLogEntry
 from .server import BrokerServer
 from .state import GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
+from .txn_coordinator import TransactionCoordinator
+from .txn_state import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
 
 _log = structlog.get_logger("txnproducer.testing.cluster")
 
 __all__ = ["MockCluster", "RequestLogEntry"]
-
-
-class _MissingCoordinator:
-    """Stands in for a coordinator module that is not installed (only while the package is assembled)."""
-
-    def __init__(self, module: str) -> None:
-        self.module = module
-
-    def tick(self, now_ms: int) -> None:
-        return None
-
-    def verify_produce(
-        self, producer_id: int, producer_epoch: int, topic: str, partition: int, api_version: int
-    ) -> tuple[int, str | None]:
-        return -1, f"{self.module} is not available"
-
-    def __getattr__(self, name: str) -> Any:
-        raise NotImplementedError(f"{self.module}.{name} is not available")
-
-
-def _load_coordinator(module: str, cls_name: str, state: ClusterState) -> Any:
-    """Import a coordinator module (which registers its handlers) and build its coordinator."""
-    full = f"{__package__}.{module}"
-    try:
-        mod = importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name != full:
-            raise
-        _log.warning("mock.coordinator_missing", module=full)
-        return _MissingCoordinator(full)
-    return getattr(mod, cls_name)(state)
 
 
 class MockCluster:
@@ -132,8 +103,9 @@ class MockCluster:
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
         self._started = False
-        self.state.txn = _load_coordinator("txn_coordinator", "TransactionCoordinator", self.state)
-        self.state.groups = _load_coordinator("group_coordinator", "GroupCoordinator", self.state)
+        # importing the coordinator modules also registers their request handlers
+        self.state.txn = TransactionCoordinator(self.state)
+        self.state.groups = GroupCoordinator(self.state)
 
     # ------------------------------------------------------------- lifecycle
     def __enter__(self) -> MockCluster:
@@ -365,6 +337,46 @@ class MockCluster:
         with self.state.lock:
             self.state.txn.release_markers()
             self.state.notify_all()
+
+    def set_producer_epoch(self, transactional_id: str, epoch: int) -> None:
+        """Fast-forward the coordinator's epoch of an idle ``transactional_id`` to ``epoch``.
+
+        Reaching epoch exhaustion (Short.MAX_VALUE - 1) for real takes ~32k transactions; this jumps
+        there so tests can see the TV2 rotation to a new producer id. Partition logs accept the
+        higher epoch from the same producer id, as they accept any epoch bump. Raises ValueError if
+        the id is unknown, its transaction is not complete, or ``epoch`` is not in
+        [current epoch, 32766].
+        """
+        with self.state.lock:
+            md = self.state.txn.metadata(transactional_id)
+            if md is None:
+                raise ValueError(f"transactional id {transactional_id!r} was never initialised")
+            if md.state not in COMPLETE_STATES:
+                raise ValueError(f"{transactional_id!r} is in state {md.state.value}; it must be idle")
+            if not md.producer_epoch <= epoch < MAX_EPOCH:
+                raise ValueError(f"epoch must be in [{md.producer_epoch}, {MAX_EPOCH - 1}], got {epoch}")
+            md.producer_epoch = epoch
+            md.last_producer_epoch = NO_PRODUCER_EPOCH  # no retry of an earlier bump is recognised
+            self.state.notify_all()
+
+    # ------------------------------------------------------------ consumer groups
+    def force_rebalance(self, group_id: str) -> None:
+        """Start a rebalance of ``group_id`` now, as a topic metadata change would.
+
+        Members learn of it from their next Heartbeat (REBALANCE_IN_PROGRESS) and rejoin; a group that
+        does not exist, has no members or is already rebalancing is left alone.
+        """
+        with self.state.lock:
+            self.state.groups.force_rebalance(group_id)
+
+    def remove_group_member(self, group_id: str, member_id: str) -> bool:
+        """Remove ``member_id`` from ``group_id`` as if its session had timed out.
+
+        The group rebalances without it; the removed member's next request gets UNKNOWN_MEMBER_ID and
+        it must rejoin with a new member id. Returns False if it was not a member.
+        """
+        with self.state.lock:
+            return self.state.groups.remove_member(group_id, member_id)
 
 
 def _key_type(key_type: str | int) -> int:
