@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
-import structlog
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -41,6 +40,7 @@ from . import errors
 from ._internal.eos_kafka_compat import load_metadata_before_join, rescue_lost_join
 from ._internal.eos_progress import TxnProgress
 from ._internal.eos_settings import consumer_settings, producer_settings
+from ._internal.log import get_logger
 from .config import ProducerConfig
 
 __all__ = ["CrashPoint", "OutputRecord", "TransactionalProcessor"]
@@ -198,7 +198,7 @@ class TransactionalProcessor:
         self._assigned: frozenset[TopicPartition] = frozenset()
         self._consumer_factory = consumer_factory or _default_consumer_factory
         self._producer_factory = producer_factory or _default_producer_factory
-        self._log = structlog.get_logger("txnproducer.eos").bind(
+        self._log = get_logger("txnproducer.eos").bind(
             transactional_id=self._producer_config.transactional_id, group_id=self._group_id)
 
         self._consumer: Any = None
@@ -576,4 +576,4 @@ def _close_consumer_abruptly(consumer: Any) -> None:
         consumer._closed = True
         consumer._client.close()
     except Exception:  # best effort: kafka-python internals
-        structlog.get_logger("txnproducer.eos").warning("eos.abrupt_close_failed", exc_info=True)
+        get_logger("txnproducer.eos").warning("eos.abrupt_close_failed", exc_info=True)

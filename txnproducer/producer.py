@@ -24,13 +24,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import structlog
 from kafka.partitioner.default import murmur2
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
 from txnproducer._internal.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network import NetworkClient
 from txnproducer._internal.sender import Sender
@@ -69,7 +69,7 @@ class TransactionalProducer:
             config = config.with_overrides(**settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
-        self._log = structlog.get_logger("txnproducer.producer").bind(
+        self._log = get_logger("txnproducer.producer").bind(
             transactional_id=config.transactional_id)
         self._metrics = ProducerMetrics()
         self._net = NetworkClient(config)
@@ -78,7 +78,7 @@ class TransactionalProducer:
             transaction_timeout_ms=config.transaction_timeout_ms,
             retry_backoff_ms=config.retry_backoff_ms,
             transaction_retry_backoff_ms=config.transaction_retry_backoff_ms,
-            logger=structlog.get_logger("txnproducer.transaction_manager"),
+            logger=get_logger("txnproducer.transaction_manager"),
             metrics=self._metrics,
             max_versions=self._broker_max_version,
             enable_2pc=bool(getattr(config, "enable_2pc", False)),

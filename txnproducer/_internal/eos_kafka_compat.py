@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import structlog
+from txnproducer._internal.log import get_logger
 
 __all__ = ["load_metadata_before_join", "rescue_lost_join"]
 
-_log = structlog.get_logger("txnproducer.eos")
+_log = get_logger("txnproducer.eos")
 
 
 def load_metadata_before_join(consumer: Any) -> None:

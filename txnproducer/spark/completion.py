@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-import structlog
+from txnproducer._internal.log import get_logger
 
 from ..config import ProducerConfig
 from ..errors import PreparedTransactionLostError, TxnProducerError
@@ -22,7 +22,7 @@ from ..producer import TransactionalProducer
 
 __all__ = ["SinkCommitError", "complete_states", "fence_transactional_ids"]
 
-_log = structlog.get_logger("txnproducer.spark")
+_log = get_logger("txnproducer.spark")
 
 
 class SinkCommitError(RuntimeError):

@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamWriter,
@@ -39,6 +38,8 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
+
+from txnproducer._internal.log import get_logger
 
 from ..config import ProducerConfig
 from ..prepared import PreparedTxnState
@@ -51,7 +52,7 @@ from .records import check_columns, row_to_record
 
 __all__ = ["TxnKafkaCommitMessage", "TxnKafkaDataSource"]
 
-_log = structlog.get_logger("txnproducer.spark")
+_log = get_logger("txnproducer.spark")
 
 
 @dataclass

@@ -13,7 +13,6 @@ import time
 import uuid
 from typing import Any
 
-import structlog
 from kafka.protocol.admin.configs import DescribeConfigsResponse
 from kafka.protocol.admin.topics import CreateTopicsResponse
 from kafka.protocol.admin.transactions import DescribeProducersResponse
@@ -22,12 +21,14 @@ from kafka.protocol.consumer.offsets import ListOffsetsResponse
 from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import ProduceResponse
 
+from txnproducer._internal.log import get_logger
+
 from . import _proto
 from ._dispatch import RequestContext, handles, registered_api_keys
 from .log import InvalidRecordsError, parse_batches
 from .state import ClusterState
 
-_log = structlog.get_logger("txnproducer.testing.broker")
+_log = get_logger("txnproducer.testing.broker")
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1

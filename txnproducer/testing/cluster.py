@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import structlog
+from txnproducer._internal.log import get_logger
 
 from . import _proto, broker_handlers
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
@@ -33,7 +33,7 @@ from .state import GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .txn_coordinator import TransactionCoordinator
 from .txn_state import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
 
-_log = structlog.get_logger("txnproducer.testing.cluster")
+_log = get_logger("txnproducer.testing.cluster")
 
 __all__ = ["MockCluster", "RequestLogEntry"]
 

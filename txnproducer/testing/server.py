@@ -15,7 +15,7 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
+from txnproducer._internal.log import get_logger
 
 from . import _proto
 from ._dispatch import RequestContext, lookup
@@ -25,7 +25,7 @@ from .request_log import RequestLog, extract_fields
 if TYPE_CHECKING:  # pragma: no cover
     from .state import ClusterState
 
-_log = structlog.get_logger("txnproducer.testing.server")
+_log = get_logger("txnproducer.testing.server")
 
 MAX_FRAME = 100 * 1024 * 1024
 API_VERSIONS = 18
