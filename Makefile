@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint typecheck check demo clean
+.PHONY: test lint typecheck check demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
 test: $(VENV)/.dev-installed
@@ -36,6 +40,11 @@ check: lint typecheck test
 demo: $(VENV)/.installed
 	$(BIN)/python -m txnproducer demo
 	$(BIN)/python examples/consume_transform_produce.py
+
+# Side-by-side benchmark (txnproducer, kafka-python, confluent-kafka): results.json, a markdown
+# table and a PNG chart in benchmarks/results/. BENCH_ARGS="--bootstrap host:9092" for a real broker.
+bench: $(VENV)/.bench-installed
+	$(BIN)/python benchmarks/compare.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

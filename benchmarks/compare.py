@@ -1,0 +1,359 @@
+"""Side-by-side benchmark: txnproducer vs kafka-python vs confluent-kafka, transactional writes.
+
+    python benchmarks/compare.py --bootstrap HOST:PORT    # a real Kafka (must allow transactions)
+    python benchmarks/compare.py --kafka-home /path/to/kafka_2.13-4.1.0   # start a one-node KRaft Kafka
+    python benchmarks/compare.py                          # $KAFKA_BOOTSTRAP_SERVERS, else $KAFKA_HOME,
+                                                          # else a standalone MockCluster subprocess
+
+Clients run in turn, A B C A B C ... for ``--rounds`` rounds, so that drift of the machine or the
+broker (log growth, JIT, page cache) hits every client alike; every run is its own subprocess
+(``_clients.py``), so each client starts cold and its peak RSS is its own. Every run is bounded
+(records and seconds; the subprocess is killed past ``--run-timeout``). Writes ``results.json``
+(every run and the medians), ``results.md`` (the table, ratios vs each other client) and
+``results.png`` (when matplotlib is installed: ``pip install 'txnproducer[bench]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _clients import CLIENTS, RECORD_SIZE, SCENARIOS  # noqa: E402
+
+from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
+
+PARTITIONS = 3
+OURS = "txnproducer"
+
+# (scenario, metric key, label, higher is better)
+METRICS: list[tuple[str, str, str, bool]] = [
+    ("S1", "records_per_s", "S1 1,000 rec/txn: records/s", True),
+    ("S1", "peak_rss_mib", "S1 peak RSS (MiB)", False),
+    ("S2", "transactions_per_s", "S2 1 rec/txn: transactions/s", True),
+    ("S2", "commit_p50", "S2 commit latency p50 (ms)", False),
+    ("S3", "commit_p50", "S3 10 rec/txn: commit p50 (ms)", False),
+    ("S3", "commit_p95", "S3 commit p95 (ms)", False),
+    ("S3", "commit_p99", "S3 commit p99 (ms)", False),
+    ("S3", "transactions_per_s", "S3 transactions/s", True),
+    ("S4", "records_per_s", "S4 consume-transform-produce: records/s", True),
+]
+
+
+def metric_value(run: dict[str, Any], key: str) -> float | None:
+    if key.startswith("commit_"):
+        value = (run.get("commit_latency_ms") or {}).get(key.split("_", 1)[1])
+    else:
+        value = run.get(key)
+    return None if value is None else float(value)
+
+
+# --- brokers ---------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def kafka_home_broker(kafka_home: str) -> Iterator[str]:
+    """Start a one-node KRaft Kafka with the test tier's starter (tests/broker/conftest.py)."""
+    path = ROOT / "tests" / "broker" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_broker_conftest", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError("tests/broker/conftest.py not found")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    workdir = Path(tempfile.mkdtemp(prefix="txnproducer-bench-kafka-"))
+    broker = module.KafkaHomeBroker(Path(kafka_home), workdir)
+    try:
+        broker.start()
+        log(f"started Kafka from {kafka_home} at {broker.bootstrap} in {broker.startup_seconds:.1f} s")
+        yield str(broker.bootstrap)
+    finally:
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def target(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """Yield (bootstrap servers, description of what they are)."""
+    if args.bootstrap:
+        yield args.bootstrap, f"Kafka at {args.bootstrap}"
+    elif args.kafka_home:
+        with kafka_home_broker(args.kafka_home) as servers:
+            yield servers, f"Apache Kafka from {Path(args.kafka_home).name} (one KRaft node, 127.0.0.1)"
+    else:
+        with mock_cluster_process(brokers=1, transaction_version=args.transaction_version,
+                                  partitions=PARTITIONS) as servers:
+            yield servers, (f"txnproducer MockCluster in a separate process (1 broker, "
+                            f"transaction.version={args.transaction_version})")
+
+
+def prefill(bootstrap: str, topic: str, count: int) -> None:
+    """Write ``count`` plain records to S4's input topic (non-transactional kafka-python)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
+    payload = os.urandom(RECORD_SIZE)
+    try:
+        for _ in range(count):
+            producer.send(topic, payload)
+        producer.flush(timeout=120)
+    finally:
+        producer.close(timeout=30)
+
+
+# --- running -------------------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
+               num_records: int | None, max_seconds: float, run_timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
+           "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
+    if num_records is not None:
+        cmd += ["--num-records", str(num_records)]
+    if input_topic is not None:
+        cmd += ["--input-topic", input_topic]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"client": client, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
+    wall = time.monotonic() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout)[-1500:]
+        return {"client": client, "scenario": scenario, "error": f"exit {proc.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["wall_s"] = wall
+    return result
+
+
+def medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """{scenario: {client: {metric: median over the successful runs}}}."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for scenario, key, _, _ in METRICS:
+        for client in CLIENTS:
+            values = [v for r in runs if r.get("scenario") == scenario and r.get("client") == client
+                      and "error" not in r and "skipped" not in r
+                      for v in [metric_value(r, key)] if v is not None]
+            if values:
+                out.setdefault(scenario, {}).setdefault(client, {})[key] = statistics.median(values)
+    return out
+
+
+def ratio(ours: float | None, theirs: float | None, higher_is_better: bool) -> float | None:
+    """How many times better ours is (>1 = ours better), for throughput and latency alike."""
+    if ours is None or theirs is None or ours <= 0 or theirs <= 0:
+        return None
+    return ours / theirs if higher_is_better else theirs / ours
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[str]) -> str:
+    others = [c for c in clients if c != OURS]
+    head = ["metric (median)", *clients, *[f"ours vs {c}" for c in others]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for scenario, key, label, higher in METRICS:
+        row = med.get(scenario, {})
+        if not row:
+            continue
+        cells = [_fmt(row.get(c, {}).get(key)) for c in clients]
+        ours = row.get(OURS, {}).get(key)
+        ratios = []
+        for other in others:
+            r = ratio(ours, row.get(other, {}).get(key), higher)
+            ratios.append("-" if r is None else f"{r:.2f}x")
+        lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
+    lines.append("")
+    lines.append("Ratios are 'times better': throughput ours/theirs, latency and RSS theirs/ours.")
+    return "\n".join(lines)
+
+
+def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path: Path, title: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is not installed: no chart (pip install 'txnproducer[bench]')")
+        return False
+    panels = [("S1", "records_per_s", "S1: records/s (1,000/txn)"),
+              ("S2", "transactions_per_s", "S2: transactions/s (1/txn)"),
+              ("S3", None, "S3: commit latency ms (10/txn)"),
+              ("S4", "records_per_s", "S4: consume-transform-produce records/s")]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39"}
+    for ax, (scenario, key, panel_title) in zip(axes.flat, panels, strict=True):
+        ax.set_title(panel_title, fontsize=10)
+        row = med.get(scenario, {})
+        if key is None:
+            width = 0.8 / max(len(clients), 1)
+            for i, client in enumerate(clients):
+                values = [row.get(client, {}).get(f"commit_{p}", 0.0) for p in ("p50", "p95", "p99")]
+                ax.bar([x + i * width for x in range(3)], values, width, label=client,
+                       color=colors.get(client))
+            ax.set_xticks([x + width * (len(clients) - 1) / 2 for x in range(3)], ["p50", "p95", "p99"])
+            ax.legend(fontsize=8)
+        else:
+            present = [c for c in clients if key in row.get(c, {})]
+            if not present:
+                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
+                ax.set_xticks([])
+                continue
+            values = [row[c][key] for c in present]
+            bars = ax.bar(present, values, color=[colors.get(c) for c in present])
+            ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name, module in (("kafka-python", "kafka"), ("confluent-kafka", "confluent_kafka")):
+        try:
+            out[name] = __import__(module).__version__
+        except Exception as exc:  # a missing client is reported, not fatal
+            out[name] = f"unavailable ({exc})"
+    try:
+        import confluent_kafka
+
+        out["librdkafka"] = confluent_kafka.libversion()[0]
+    except Exception:
+        pass
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap", help="a running Kafka; default: a standalone MockCluster subprocess")
+    parser.add_argument("--kafka-home", help="start a one-node Kafka from this unpacked distribution")
+    parser.add_argument("--transaction-version", type=int, choices=(1, 2), default=2,
+                        help="transaction.version of the MockCluster (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of A B C (default 3)")
+    parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated (default all three)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply each scenario's record count (e.g. 0.1 for a quick look)")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="per-run time bound (default per scenario: S1 20, S2/S3 15, S4 30)")
+    parser.add_argument("--run-timeout", type=float, default=120.0,
+                        help="kill a run subprocess after this long (default 120 s)")
+    parser.add_argument("--out-dir", default=str(HERE / "results"), help="default benchmarks/results")
+    parser.add_argument("--label", help="describe the target in the table and chart (e.g. 'Kafka 4.1.0')")
+    parser.add_argument("--mock", action="store_true",
+                        help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
+                             "$KAFKA_HOME is set")
+    args = parser.parse_args(argv)
+    if not (args.bootstrap or args.kafka_home or args.mock):  # the same order as the broker test tier
+        args.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
+        if not args.bootstrap:
+            args.kafka_home = os.environ.get("KAFKA_HOME") or None
+    # Stop cleanly on SIGTERM, and on SIGINT even when started in the background (where it is
+    # ignored by default): the finally blocks stop the run subprocess and the broker we started.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    scenarios = [s.strip().upper() for s in args.scenarios.split(",") if s.strip()]
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    for s in scenarios:
+        if s not in SCENARIOS:
+            parser.error(f"unknown scenario {s!r}; one of {', '.join(SCENARIOS)}")
+    for c in clients:
+        if c not in CLIENTS:
+            parser.error(f"unknown client {c!r}; one of {', '.join(CLIENTS)}")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    suffix = uuid.uuid4().hex[:6]
+    runs: list[dict[str, Any]] = []
+    started = time.time()
+    with target(args) as (bootstrap, description):
+        description = args.label or description
+        log(f"target: {description}")
+        topics = {(s, c): f"bench-{s.lower()}-{c}-{suffix}" for s in scenarios for c in clients}
+        input_topic = f"bench-s4-in-{suffix}"
+        needed = list(topics.values()) + ([input_topic] if "S4" in scenarios else [])
+        for topic in needed:
+            create_topic(bootstrap, topic, PARTITIONS)
+        counts = {s: max(1, int(SCENARIOS[s]["num_records"] * args.scale)) for s in scenarios}
+        if "S4" in scenarios:
+            log(f"filling {input_topic} with {counts['S4']} records for S4")
+            prefill(bootstrap, input_topic, counts["S4"])
+        for round_no in range(1, args.rounds + 1):
+            for scenario in scenarios:
+                for client in clients:
+                    bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
+                    result = run_client(client, scenario, bootstrap, topics[(scenario, client)],
+                                        input_topic if scenario == "S4" else None, counts[scenario],
+                                        bound, args.run_timeout)
+                    result["round"] = round_no
+                    runs.append(result)
+                    if "error" in result or "skipped" in result:
+                        why = result.get("error") or result["skipped"]
+                        log(f"round {round_no} {scenario} {client}: {why}")
+                    else:
+                        lat = result["commit_latency_ms"]
+                        log(f"round {round_no} {scenario} {client}: {result['records_per_s']:,.0f} rec/s, "
+                            f"{result['transactions_per_s']:,.1f} txn/s, commit p50 {lat['p50']:.2f} ms, "
+                            f"p99 {lat['p99']:.2f} ms, RSS {result['peak_rss_mib']:.1f} MiB")
+    med = medians(runs)
+    machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+               f"Python {platform.python_version()}")
+    report = {
+        "target": description,
+        "machine": machine,
+        "versions": versions(),
+        "started_unix": started,
+        "rounds": args.rounds,
+        "scenarios": {s: SCENARIOS[s] | {"num_records": counts[s]} for s in scenarios},
+        "runs": runs,
+        "medians": med,
+    }
+    (out_dir / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    table = markdown_table(med, clients)
+    header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds, medians; "
+              f"100-byte values, linger 5 ms, 3 partitions.\n\n")
+    (out_dir / "results.md").write_text(header + table + "\n")
+    if chart(med, clients, out_dir / "results.png", f"Transactional producers — {description}"):
+        log(f"chart: {out_dir / 'results.png'}")
+    print(header + table)
+    failed = [r for r in runs if "error" in r]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
