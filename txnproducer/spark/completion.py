@@ -93,7 +93,9 @@ def fence_transactional_ids(ids: Iterable[str], *, settings: dict[str, str], par
             producer.init_transactions(timeout=timeout_s)
         finally:
             producer.close(timeout_s)
-        _log.info("txn.spark_orphan_fenced", transactional_id=transactional_id)
+        # warning: a crashed or superseded task attempt's transaction was aborted - worth seeing in
+        # the executor/driver logs without any logging setup (Python workers have none)
+        _log.warning("txn.spark_orphan_fenced", transactional_id=transactional_id)
 
     with ThreadPoolExecutor(max_workers=min(parallelism, len(todo)),
                             thread_name_prefix="txnkafka-fence") as pool:

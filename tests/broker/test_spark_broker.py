@@ -1,0 +1,228 @@
+"""The ``txnkafka`` PySpark sink against a real Apache Kafka broker (issue 6, criterion 2).
+
+The scenarios of tests/spark/test_spark_sink.py, run through the same Spark application
+(tests/spark/spark_app.py, in a subprocess that the sink's fault hook SIGKILLs) but writing to the
+session's real broker: a batch write, a streaming query whose task fails on its first attempt,
+and the driver killed after / before the commit-log entry of a micro-batch, then restarted from
+its checkpoint. In every case a read_committed consumer sees each input row exactly once, and no
+transaction stays open: ListOffsets under read_committed (the last stable offset) equals
+ListOffsets under read_uncommitted (the high watermark). The transaction version is the broker's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 not installed (the [spark] extra)")
+pytest.importorskip("pyarrow", reason="pyarrow not installed (PySpark's data source writes need it)")
+if shutil.which("java") is None:
+    pytest.skip("no java on PATH (PySpark needs a JVM)", allow_module_level=True)
+
+from kafka import KafkaConsumer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
+from kafka.structs import TopicPartition
+
+from txnproducer.spark import CommitLog
+from txnproducer.spark._faults import _session_members
+from txnproducer.testing._wire import WireClient
+
+pytestmark = [pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "tests" / "spark" / "spark_app.py"
+PARTITIONS = 3
+FILES, LINES = 4, 150  # four micro-batches of 150 rows
+BATCH_ROWS = 5_000
+READ_WAIT_S = 60.0
+
+
+@pytest.fixture
+def make_topic(kafka_bootstrap: str) -> Iterator[Callable[[str], str]]:
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=30_000)
+
+    def make(prefix: str) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)])
+        return name
+
+    yield make
+    admin.close()
+
+
+def run_app(bootstrap: str, *args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the Spark application as a session leader; with ``crash_at`` expect it to be killed."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("TXNKAFKA_SPARK_CRASH_AT", None)
+    if crash_at:
+        env["TXNKAFKA_SPARK_CRASH_AT"] = crash_at
+    proc = subprocess.Popen([sys.executable, str(APP), "--bootstrap", bootstrap, *args],
+                            env=env, cwd=str(ROOT), start_new_session=True, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        for pid in _session_members(proc.pid):  # whatever of that application is left
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    expected = -signal.SIGKILL if crash_at else 0
+    assert result.returncode == expected, f"rc {result.returncode}, wanted {expected}:\n{err[-4000:]}"
+    return result
+
+
+def end_offsets(bootstrap: str, topic: str, isolation_level: str) -> dict[int, int]:
+    """ListOffsets latest: the last stable offset (read_committed) or high watermark."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level,
+                             enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def committed_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every value a read_committed consumer sees in ``topic`` (up to the last stable offset)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                             enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=50)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        values: list[bytes] = []
+        deadline = time.monotonic() + READ_WAIT_S
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            assert time.monotonic() < deadline, f"{topic} not fully read within {READ_WAIT_S}s: {ends}"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+        return values
+    finally:
+        consumer.close()
+
+
+def assert_no_open_transaction(bootstrap: str, topic: str) -> None:
+    lso = end_offsets(bootstrap, topic, "read_committed")
+    hw = end_offsets(bootstrap, topic, "read_uncommitted")
+    assert lso == hw, f"{topic}: a transaction is open (LSO {lso}, HW {hw})"
+
+
+def _wire(bootstrap: str) -> WireClient:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    return WireClient(host, int(port), timeout=10)  # one node: it is every coordinator
+
+
+def transaction_states(bootstrap: str, txn_ids: list[str]) -> list[str]:
+    with _wire(bootstrap) as wire:
+        response = wire.send(DescribeTransactionsRequest[0](transactional_ids=txn_ids))
+    return [str(s.transaction_state) for s in response.transaction_states]
+
+
+def transactional_ids(bootstrap: str) -> set[str]:
+    with _wire(bootstrap) as wire:
+        response = wire.send(ListTransactionsRequest[0](state_filters=[], producer_id_filters=[]))
+    return {str(s.transactional_id) for s in response.transaction_states}
+
+
+def make_input(directory: Path) -> list[bytes]:
+    directory.mkdir()
+    rows: list[bytes] = []
+    for f in range(FILES):
+        lines = [f"f{f}-r{i}" for i in range(LINES)]
+        path = directory / f"part-{f}.txt"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))  # the file source goes by mtime
+        rows += [line.encode() for line in lines]
+    return sorted(rows)
+
+
+def stream_args(tmp: Path, topic: str) -> list[str]:
+    return ["--topic", topic, "--commit-log", str(tmp / "txnlog"), "--checkpoint", str(tmp / "ckpt"),
+            "--input", str(tmp / "in")]
+
+
+@pytest.mark.timeout(420)
+def test_batch_write_and_a_task_failing_on_its_first_attempt_are_exactly_once(
+        kafka_bootstrap: str, make_topic: Callable[[str], str], tmp_path: Path) -> None:
+    batch_topic, stream_topic = make_topic("spark-batch"), make_topic("spark-retry")
+    expected = make_input(tmp_path / "in")
+    before = transactional_ids(kafka_bootstrap)
+    run_app(kafka_bootstrap, *stream_args(tmp_path, stream_topic), "--batch-topic", batch_topic,
+            "--rows", str(BATCH_ROWS), "--fail-value", f"f1-r{LINES // 2}")
+
+    values = committed_values(kafka_bootstrap, batch_topic)
+    assert len(values) == BATCH_ROWS
+    assert sorted(values) == sorted(str(i).encode() for i in range(BATCH_ROWS))
+    assert_no_open_transaction(kafka_bootstrap, batch_topic)
+
+    assert sorted(committed_values(kafka_bootstrap, stream_topic)) == expected
+    assert_no_open_transaction(kafka_bootstrap, stream_topic)
+    # the failure really happened: a second attempt's transactional id exists
+    retried = [t for t in transactional_ids(kafka_bootstrap) - before if t.endswith("-1")]
+    assert retried
+
+
+@pytest.mark.timeout(420)
+def test_driver_killed_after_commit_log_entry_then_restart_is_exactly_once(
+        kafka_bootstrap: str, make_topic: Callable[[str], str], tmp_path: Path) -> None:
+    topic = make_topic("spark-after-entry")
+    expected = make_input(tmp_path / "in")
+    args = stream_args(tmp_path, topic)
+    run_app(kafka_bootstrap, *args, crash_at="after_first_commit:1")
+    # the crash left batch 1 recorded but only partly committed
+    log = CommitLog(str(tmp_path / "txnlog"))
+    undone = log.undone()
+    assert [e.key for e in undone] == [f"batch-{1:020d}"]
+    states = transaction_states(kafka_bootstrap, [s.transactional_id for s in undone[0].states])
+    # the committed one may still be writing its markers (PrepareCommit) on a real coordinator
+    assert sorted(s.replace("PrepareCommit", "CompleteCommit") for s in states) == [
+        "CompleteCommit", "Ongoing"], states
+    assert LINES <= len(committed_values(kafka_bootstrap, topic)) < 2 * LINES
+
+    result = run_app(kafka_bootstrap, *args)
+    assert "txn.spark_recovering_batch" in result.stderr
+    assert "txn.spark_replay_aborted" in result.stderr  # Spark re-ran batch 1: not written twice
+    assert sorted(committed_values(kafka_bootstrap, topic)) == expected
+    assert_no_open_transaction(kafka_bootstrap, topic)
+    assert log.undone() == [] and log.pending() == []
+
+
+@pytest.mark.timeout(420)
+def test_driver_killed_before_commit_log_entry_then_restart_is_exactly_once(
+        kafka_bootstrap: str, make_topic: Callable[[str], str], tmp_path: Path) -> None:
+    topic = make_topic("spark-before-entry")
+    expected = make_input(tmp_path / "in")
+    args = stream_args(tmp_path, topic)
+    run_app(kafka_bootstrap, *args, crash_at="before_log_entry:1")
+    # batch 1 was prepared by the executors but never recorded: invisible, transactions open
+    assert len(committed_values(kafka_bootstrap, topic)) == LINES  # batch 0 only
+    orphans = [p.transactional_id for p in CommitLog(str(tmp_path / "txnlog")).pending()]
+    assert orphans
+    assert "Ongoing" in transaction_states(kafka_bootstrap, orphans)
+    lso = end_offsets(kafka_bootstrap, topic, "read_committed")
+    hw = end_offsets(kafka_bootstrap, topic, "read_uncommitted")
+    assert any(lso[p] < hw[p] for p in range(PARTITIONS)), (lso, hw)
+
+    run_app(kafka_bootstrap, *args)
+    # the crashed run's transactions were aborted by fencing their ids (the sink logs this only
+    # at info level, so the coordinator's state is the evidence): none is open or half-ended
+    states = transaction_states(kafka_bootstrap, orphans)
+    assert set(states) <= {"Empty", "CompleteAbort"}, dict(zip(orphans, states, strict=True))
+    assert sorted(committed_values(kafka_bootstrap, topic)) == expected
+    assert_no_open_transaction(kafka_bootstrap, topic)
