@@ -43,6 +43,8 @@ __all__ = ["RecordFuture", "RecordMetadata", "TransactionalProducer"]
 
 HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 
+_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records have no headers
+
 
 def _default_serialize(data: Any) -> bytes | None:
     if data is None or isinstance(data, (bytes, bytearray, memoryview)):
@@ -101,7 +103,13 @@ class TransactionalProducer:
                               config=config, metrics=self._metrics)
         self._key_serializer: Callable[[Any], Any] = config.key_serializer or _default_serialize
         self._value_serializer: Callable[[Any], Any] = config.value_serializer or _default_serialize
+        # serializer None means "bytes pass through": send() skips the call for bytes
+        self._plain_keys = config.key_serializer is None
+        self._plain_values = config.value_serializer is None
+        self._partitioner = config.partitioner
         self._sticky: dict[str, int] = {}
+        # one TopicPartition per (topic, partition), reused by every send() (saves an allocation)
+        self._tps: dict[str, dict[int, TopicPartition]] = {}
         # partitions already handed to the TM in this transaction (saves a TM lock per record)
         self._added: set[TopicPartition] = set()
         self._lock = threading.Lock()
@@ -345,28 +353,47 @@ class TransactionalProducer:
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
-        self._check_open("send")
+        if self._closed or self._sender.crashed is not None:
+            self._check_open("send")
         if self._tm.state is not State.IN_TRANSACTION:  # lock-free fast path; the TM re-checks
             self._tm.fail_if_not_ready_for_send()
         if not isinstance(topic, str) or not topic:
             raise errors.ConfigError(f"topic must be a non-empty string, got {topic!r}")
-        key_bytes = self._serialize(self._key_serializer, key, "key", topic)
-        value_bytes = self._serialize(self._value_serializer, value, "value", topic)
-        header_list = self._headers(headers)
+        if key is None or (self._plain_keys and type(key) is bytes):
+            key_bytes = key
+        else:
+            key_bytes = self._serialize(self._key_serializer, key, "key", topic)
+        if value is None or (self._plain_values and type(value) is bytes):
+            value_bytes = value
+        else:
+            value_bytes = self._serialize(self._value_serializer, value, "value", topic)
+        header_list = self._headers(headers) if headers else _NO_HEADERS
         if timestamp_ms is not None and (isinstance(timestamp_ms, bool)
                                          or not isinstance(timestamp_ms, int) or timestamp_ms < 0):
             raise errors.ConfigError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
-        deadline = time.monotonic() + self._max_block_s
-        tp = TopicPartition(topic, self._partition(topic, partition, key_bytes, deadline))
+        parts = self._net.partitions_for(topic)
+        if parts is None:  # the only blocking step before append: start the max_block_ms clock
+            deadline = time.monotonic() + self._max_block_s
+            parts = self._wait_for_partitions(topic, deadline)
+            max_block_s = max(0.0, deadline - time.monotonic())
+        else:
+            max_block_s = self._max_block_s
+        chosen = self._partition(topic, parts, partition, key_bytes)
+        tps = self._tps.get(topic)
+        if tps is None:
+            tps = self._tps[topic] = {}
+        tp = tps.get(chosen)
+        if tp is None:
+            tp = tps[chosen] = TopicPartition(topic, chosen)
         added = self._added
         if tp not in added or self._tm.state is not State.IN_TRANSACTION:
             self._tm.maybe_add_partition(tp)
             added.add(tp)
         future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
-                                        max(0.0, deadline - time.monotonic()))
+                                        max_block_s)
         if wake:
             self._net.wakeup()
-            if partition is None and key_bytes is None and self._config.partitioner is None \
+            if partition is None and key_bytes is None and self._partitioner is None \
                     and future.batch_full:
                 self._sticky.pop(topic, None)  # batch full: the next keyless record moves on
         return future
@@ -385,9 +412,9 @@ class TransactionalProducer:
         return out
 
     @staticmethod
-    def _headers(headers: HeadersArg) -> list[tuple[str, bytes | None]]:
+    def _headers(headers: HeadersArg) -> Sequence[tuple[str, bytes | None]]:
         if not headers:
-            return []
+            return _NO_HEADERS
         items = headers.items() if isinstance(headers, Mapping) else headers
         out: list[tuple[str, bytes | None]] = []
         for item in items:
@@ -404,23 +431,23 @@ class TransactionalProducer:
             out.append((name, val))
         return out
 
-    def _partition(self, topic: str, partition: int | None, key: Any, deadline: float) -> int:
-        parts = self._net.partitions_for(topic)
-        if parts is None:
-            try:
-                ensure_valid_topic_name(topic)
-            except (TypeError, ValueError) as exc:
-                raise errors.ConfigError(f"invalid topic name {topic!r}: {exc}") from None
-            parts = self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+    def _wait_for_partitions(self, topic: str, deadline: float) -> list[int]:
+        try:
+            ensure_valid_topic_name(topic)
+        except (TypeError, ValueError) as exc:
+            raise errors.ConfigError(f"invalid topic name {topic!r}: {exc}") from None
+        return self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+
+    def _partition(self, topic: str, parts: list[int], partition: int | None, key: Any) -> int:
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int) or partition not in parts:
                 raise errors.ConfigError(
                     f"partition {partition!r} does not exist in topic {topic!r} "
                     f"(partitions 0..{len(parts) - 1})")
             return partition
-        if self._config.partitioner is not None:
+        if self._partitioner is not None:
             available = self._net.available_partitions_for(topic)
-            chosen = self._config.partitioner(topic, None if key is None else bytes(key), parts, available)
+            chosen = self._partitioner(topic, None if key is None else bytes(key), parts, available)
             if chosen not in parts:
                 raise errors.ConfigError(f"partitioner returned {chosen!r}, not a partition of {topic!r}")
             return int(chosen)

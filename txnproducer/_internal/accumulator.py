@@ -28,11 +28,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
-from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.record_encoding import (
+    BATCH_HEADER_SIZE,
+    MAX_RECORD_OVERHEAD,
+    BatchEncoder,
+    encode_headers,
+)
 
 __all__ = [
     "BATCH_HEADER_SIZE",
@@ -44,10 +49,7 @@ __all__ = [
     "estimate_record_size",
 ]
 
-#: Size of a magic-v2 batch header (the part before the records).
-BATCH_HEADER_SIZE: int = DefaultRecordBatchBuilder.HEADER_STRUCT.size
-_RECORD_OVERHEAD: int = DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD
-_size_of = DefaultRecordBatchBuilder.size_of
+_RECORD_OVERHEAD: int = MAX_RECORD_OVERHEAD
 
 #: compression_type setting -> codec id in the batch attributes.
 COMPRESSION_CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -62,7 +64,23 @@ Callback = Callable[["RecordMetadata | None", "BaseException | None"], Any]
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
     """Upper bound of one record's encoded size inside a batch (without the batch header)."""
-    return int(_size_of(key, value, headers)) + _RECORD_OVERHEAD
+    return _payload_size(key, value, encode_headers(headers)) + _RECORD_OVERHEAD
+
+
+def _payload_size(key: bytes | None, value: bytes | None, headers_encoded: bytes) -> int:
+    """Exact bytes of key, value and headers with their length varints inside a record."""
+    size = len(headers_encoded)
+    if key is None:
+        size += 1
+    else:
+        n = len(key)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    if value is None:
+        size += 1
+    else:
+        n = len(value)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    return size
 
 
 class TransactionGate(Protocol):
@@ -117,7 +135,8 @@ class RecordFuture:
     def batch_full(self) -> bool:
         """True when the record's batch takes no more records (the sticky partitioner moves on)."""
         batch = self._batch
-        return batch.full or batch.builder is None or batch.builder.size() >= batch.builder._batch_size
+        builder = batch.builder
+        return batch.full or builder is None or builder.size() >= builder.batch_size
 
     def _outcome(self) -> tuple[RecordMetadata | None, BaseException | None]:
         batch = self._batch
@@ -196,10 +215,10 @@ class ProducerBatch:
         "record_errors", "reserved", "retry_at", "tp",
     )
 
-    def __init__(self, tp: TopicPartition, builder: DefaultRecordBatchBuilder, now: float,
+    def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
                  max_wait_s: float) -> None:
         self.tp = tp
-        self.builder: DefaultRecordBatchBuilder | None = builder
+        self.builder: BatchEncoder | None = builder
         self.buffer: bytearray | None = None
         self.created = now
         self.record_count = 0
@@ -226,15 +245,14 @@ class ProducerBatch:
                 f"seq={self.base_sequence}, attempts={self.attempts}, final={self.final_state})")
 
     def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
-                   headers: Headers) -> RecordFuture | None:
+                   headers_encoded: bytes) -> RecordFuture | None:
         builder = self.builder
         if builder is None or self.full:
             return None
-        md = builder.append(self.record_count, timestamp, key, value, headers)
-        if md is None:
+        if builder.append(timestamp, key, value, headers_encoded) < 0:
             self.full = True
             return None
-        future = RecordFuture(self, self.record_count, md.timestamp,
+        future = RecordFuture(self, self.record_count, timestamp,
                               -1 if key is None else len(key), -1 if value is None else len(value))
         self.record_count += 1
         return future
@@ -318,7 +336,10 @@ class RecordAccumulator:
         self._wakeup = wakeup
         self._clock = clock
 
-        self._lock = threading.Condition(threading.Lock())
+        # Critical sections enter the plain lock directly (Condition.__enter__ is a Python-level
+        # call on every append); the Condition shares it for waiting on buffer memory.
+        self._mutex = threading.Lock()
+        self._lock = threading.Condition(self._mutex)
         self._batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         # Batches with an assigned sequence that are not final, per partition, in sequence order.
         self._outstanding: dict[TopicPartition, list[ProducerBatch]] = {}
@@ -340,7 +361,8 @@ class RecordAccumulator:
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
-        est = int(_size_of(key, value, headers)) + _RECORD_OVERHEAD
+        headers_encoded = encode_headers(headers)
+        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
         if total > self.max_request_size:
             raise errors.RecordTooLargeError(
@@ -350,7 +372,7 @@ class RecordAccumulator:
                 f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        with self._lock:
+        with self._mutex:
             if self._closed:
                 raise errors.ClosedError("producer is closed; send() is not possible")
             if self._used + total > self.buffer_memory:
@@ -359,23 +381,29 @@ class RecordAccumulator:
             if dq is None:
                 dq = self._batches[tp] = collections.deque()
             elif dq:
+                # ProducerBatch.try_append inlined: this is the per-record hot path
                 last = dq[-1]
-                future = last.try_append(timestamp, key, value, headers)
-                if future is not None:
-                    last.reserved += est
-                    self._used += est
-                    return future, last.full or last.size >= self.batch_size
-            builder = DefaultRecordBatchBuilder(
-                magic=2, compression_type=self._codec, is_transactional=True, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=max(self.batch_size, total))
+                open_builder = last.builder
+                if open_builder is not None and not last.full:
+                    if open_builder.append(timestamp, key, value, headers_encoded) >= 0:
+                        index = last.record_count
+                        last.record_count = index + 1
+                        last.reserved += est
+                        self._used += est
+                        future = RecordFuture(last, index, timestamp,
+                                              -1 if key is None else len(key),
+                                              -1 if value is None else len(value))
+                        return future, open_builder.size() >= self.batch_size
+                    last.full = True
+            builder = BatchEncoder(self._codec, True, max(self.batch_size, total))
             batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
-            future = batch.try_append(timestamp, key, value, headers)
-            assert future is not None  # the first record always fits
+            first = batch.try_append(timestamp, key, value, headers_encoded)
+            assert first is not None  # the first record always fits
             batch.reserved = total
             self._used += total
             dq.append(batch)
             self._incomplete[batch] = None
-            return future, True
+            return first, True
 
     def _wait_for_memory(self, needed: int, max_block_s: float) -> None:
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
@@ -397,13 +425,13 @@ class RecordAccumulator:
 
     def begin_flush(self) -> None:
         """Make every batch ready at once (flush/commit); pair with :meth:`await_flush_completion`."""
-        with self._lock:
+        with self._mutex:
             self._flushes += 1
 
     def await_flush_completion(self, timeout_s: float | None) -> None:
         """Wait until every batch that existed at the call is final; always ends the flush."""
         try:
-            with self._lock:
+            with self._mutex:
                 pending = list(self._incomplete)
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             for batch in pending:
@@ -414,7 +442,7 @@ class RecordAccumulator:
                         f"flush did not complete within {bound}; "
                         f"{batch.tp.topic}-{batch.tp.partition} still pending")
         finally:
-            with self._lock:
+            with self._mutex:
                 self._flushes -= 1
 
     @property
@@ -423,7 +451,7 @@ class RecordAccumulator:
 
     def close(self) -> None:
         """Refuse further appends (batches already queued are still sent)."""
-        with self._lock:
+        with self._mutex:
             self._closed = True
             self._lock.notify_all()
 
@@ -433,7 +461,7 @@ class RecordAccumulator:
         return bool(self._incomplete)
 
     def has_undrained(self) -> bool:
-        with self._lock:
+        with self._mutex:
             return any(self._batches.values())
 
     def _head_sendable(self, tp: TopicPartition, first: ProducerBatch) -> bool:
@@ -456,7 +484,7 @@ class RecordAccumulator:
         nodes: set[int] = set()
         delay: float | None = None
         unknown_leader = False
-        with self._lock:
+        with self._mutex:
             force = force or self._memory_waiters > 0 or self._flushes > 0 or self._closed
             for tp, dq in self._batches.items():
                 if not dq:
@@ -495,7 +523,7 @@ class RecordAccumulator:
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         pid_epoch = self._tm.producer_id_and_epoch
-        with self._lock:
+        with self._mutex:
             items = list(self._batches.items())
             if not items:
                 return out
@@ -538,7 +566,7 @@ class RecordAccumulator:
     def reenqueue(self, batch: ProducerBatch, now: float | None = None) -> None:
         """Put a failed-but-retriable batch back at the front, in sequence order."""
         now = self._clock() if now is None else now
-        with self._lock:
+        with self._mutex:
             batch.in_flight = False
             batch.retry_at = now + self._backoff(batch.attempts)
             dq = self._batches.setdefault(batch.tp, collections.deque())
@@ -564,14 +592,14 @@ class RecordAccumulator:
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:
         """Record success; False if the batch was already final (e.g. expired meanwhile)."""
-        with self._lock:
+        with self._mutex:
             self._finalize(batch)
         return batch.finish(base_offset, log_append_time, None)
 
     def fail(self, batch: ProducerBatch, exception: BaseException,
              record_errors: dict[int, BaseException] | None = None) -> bool:
         """Record a final failure; also removes the batch from its queue if still queued."""
-        with self._lock:
+        with self._mutex:
             dq = self._batches.get(batch.tp)
             if dq and batch in dq:
                 dq.remove(batch)
@@ -583,7 +611,7 @@ class RecordAccumulator:
         now = self._clock() if now is None else now
         cutoff = now - self.delivery_timeout_s
         expired: list[ProducerBatch] = []
-        with self._lock:
+        with self._mutex:
             for batch in self._incomplete:
                 if batch.created > cutoff:
                     break
@@ -592,7 +620,7 @@ class RecordAccumulator:
 
     def next_expiry_delay(self, now: float | None = None) -> float | None:
         now = self._clock() if now is None else now
-        with self._lock:
+        with self._mutex:
             oldest = next(iter(self._incomplete), None)
         if oldest is None:
             return None
@@ -601,7 +629,7 @@ class RecordAccumulator:
     def abort_undrained(self, exception: BaseException) -> int:
         """Fail every batch that was never sent (no sequence); retries in progress continue."""
         aborted: list[ProducerBatch] = []
-        with self._lock:
+        with self._mutex:
             for dq in self._batches.values():
                 keep = [b for b in dq if b.base_sequence >= 0]
                 if len(keep) != len(dq):
@@ -616,7 +644,7 @@ class RecordAccumulator:
 
     def abort_incomplete(self, exception: BaseException) -> int:
         """Fail every batch that is not final (fatal error or forced close)."""
-        with self._lock:
+        with self._mutex:
             batches = list(self._incomplete)
             for dq in self._batches.values():
                 dq.clear()
@@ -633,5 +661,5 @@ class RecordAccumulator:
 
     @property
     def queued_batches(self) -> int:
-        with self._lock:
+        with self._mutex:
             return sum(len(dq) for dq in self._batches.values())

@@ -1,0 +1,224 @@
+"""Magic-v2 record batch encoding for the send path (replaces kafka-python's per-record append).
+
+Why not kafka-python's ``DefaultRecordBatchBuilder.append``: it validates types, builds each
+record in a fresh bytearray one varint byte at a time and costs about 2.7 µs per record plus
+a separate ``size_of`` estimate; ``send()`` already validated the types, so here a record is
+one ``b"".join`` of pre-encoded zig-zag varints (a lookup table covers the small values that
+dominate: offset/timestamp deltas, key/value/header lengths) and its size is known exactly.
+The batch header, the CRC-32C and the codecs stay kafka-python's (``HEADER_STRUCT``,
+``calc_crc32c``, ``kafka.codec``), and ``tests/unit/test_record_encoding.py`` checks that the
+bytes are identical to ``DefaultRecordBatchBuilder``'s for random records.
+
+Measurement (project rule: replacing kafka-python encoding needs one), 2026-11-22, 2-core box
+shared with other jobs (load 1-2.7, so wall-clock numbers are noisy), before = kafka-python
+builder and the previous ``send()``, after = this encoder plus the trimmed ``send()``:
+
+* ``send()`` application-thread CPU (``time.thread_time`` around 100 x 1000 sends of 100 B,
+  standalone MockCluster), medians of 3: 14.5 -> 7.9 µs per record.
+* ``RecordAccumulator.append`` alone (CPU, best of 5, 100 B values): 5.9 -> 3.5 µs quiet,
+  7.0-8.5 -> 4.8-5.5 µs under load.
+* ``python -m txnproducer perf --num-records 200000 --records-per-txn 1000 --record-size 100``
+  (wall clock, runs alternated before/after), median of 3: 38,700 -> 57,900 records/s
+  (25.8 -> 17.3 µs per record); a second, busier set of 3: 35,600 -> 48,200 records/s.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import kafka.codec as codecs
+from kafka.errors import UnsupportedCodecError
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
+
+__all__ = ["BATCH_HEADER_SIZE", "MAX_RECORD_OVERHEAD", "BatchEncoder", "encode_headers",
+           "varint"]
+
+_B = DefaultRecordBatchBuilder
+_HEADER = _B.HEADER_STRUCT
+#: Size of a magic-v2 batch header (the part before the records).
+BATCH_HEADER_SIZE: int = _HEADER.size
+#: Upper bound of a record's bytes besides key, value and headers (length, attributes, deltas).
+MAX_RECORD_OVERHEAD: int = _B.MAX_RECORD_OVERHEAD
+_ATTRIBUTES_OFFSET: int = _B.ATTRIBUTES_OFFSET
+_CRC_OFFSET: int = _B.CRC_OFFSET
+_AFTER_LEN_OFFSET: int = _B.AFTER_LEN_OFFSET
+_TRANSACTIONAL: int = _B.TRANSACTIONAL_MASK
+_CRC = struct.Struct(">I")
+
+
+def _encode_varint(value: int) -> bytes:
+    """Zig-zag varint (Kafka's signed varint/varlong) of any 64-bit value."""
+    n = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_TABLE_MIN = -1
+_TABLE_SIZE = 1 << 14
+# index i holds the encoding of i + _TABLE_MIN (so -1, the null length, is index 0)
+_TABLE: list[bytes] = [_encode_varint(i + _TABLE_MIN) for i in range(_TABLE_SIZE)]
+_TABLE_MAX = _TABLE_SIZE + _TABLE_MIN
+
+
+def varint(value: int, _table: list[bytes] = _TABLE) -> bytes:
+    """Zig-zag varint of ``value``; a table lookup for the common small values."""
+    if _TABLE_MIN <= value < _TABLE_MAX:
+        return _table[value + 1]
+    return _encode_varint(value)
+
+
+_NULL = _TABLE[0]  # varint(-1): null key/value/header value
+_NO_HEADERS = _TABLE[1]  # varint(0): zero headers
+
+
+def encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The header-count varint followed by the headers, as they appear inside a record."""
+    if not headers:
+        return _NO_HEADERS
+    parts = [varint(len(headers))]
+    for name, value in headers:
+        raw = name.encode("utf-8")
+        parts.append(varint(len(raw)))
+        parts.append(raw)
+        if value is None:
+            parts.append(_NULL)
+        else:
+            parts.append(varint(len(value)))
+            parts.append(value)
+    return b"".join(parts)
+
+
+def _check_codec(codec: int) -> None:
+    checkers = {1: ("gzip", codecs.has_gzip), 2: ("snappy", codecs.has_snappy),
+                3: ("lz4", codecs.has_lz4), 4: ("zstd", codecs.has_zstd)}
+    if codec not in checkers:
+        raise UnsupportedCodecError(f"Unrecognized compression type: {codec}")
+    name, checker = checkers[codec]
+    if not checker():
+        raise UnsupportedCodecError(f"Libraries for {name} compression codec not found")
+
+
+def _compress(codec: int, data: bytes) -> bytes:
+    _check_codec(codec)
+    if codec == 1:
+        return bytes(codecs.gzip_encode(data))
+    if codec == 2:
+        return bytes(codecs.snappy_encode(data))
+    if codec == 3:
+        return bytes(codecs.lz4_encode(data))
+    return bytes(codecs.zstd_encode(data))
+
+
+class BatchEncoder:
+    """Accumulates records of one magic-v2 batch; :meth:`build` adds header, codec and CRC.
+
+    Same contract as kafka-python's builder: the first record is always taken, a later one
+    only while the batch stays within ``batch_size`` bytes (:meth:`append` returns -1 then).
+    """
+
+    __slots__ = ("_base_sequence", "_buffer", "_codec", "_first_timestamp", "_is_transactional",
+                 "_max_timestamp", "_num_records", "_producer_epoch", "_producer_id",
+                 "batch_size")
+
+    def __init__(self, compression_type: int, is_transactional: bool, batch_size: int,
+                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> None:
+        self._codec = compression_type & _B.CODEC_MASK
+        self._is_transactional = bool(is_transactional)
+        self.batch_size = batch_size
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._first_timestamp = -1
+        self._max_timestamp = 0
+        self._num_records = 0
+        self._buffer = bytearray(BATCH_HEADER_SIZE)
+
+    @property
+    def num_records(self) -> int:
+        return self._num_records
+
+    def size(self) -> int:
+        """Bytes written so far (header included, before compression)."""
+        return len(self._buffer)
+
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None,
+               headers_encoded: bytes, _table: list[bytes] = _TABLE, _null: bytes = _NULL,
+               _join: bytes = b"") -> int:
+        """Add a record (offset delta = records so far); return its encoded size, or -1 when
+        it does not fit. ``headers_encoded`` comes from :func:`encode_headers`."""
+        offset = self._num_records
+        ts_delta = timestamp - self._first_timestamp if offset else 0
+        ts_v = _table[ts_delta + 1] if -1 <= ts_delta < _TABLE_MAX else _encode_varint(ts_delta)
+        off_v = _table[offset + 1] if offset < _TABLE_MAX else _encode_varint(offset)
+        if key is None:
+            key_v = _null
+            key = _join
+        else:
+            n = len(key)
+            key_v = _table[n + 1] if n < _TABLE_MAX else _encode_varint(n)
+        if value is None:
+            value_v = _null
+            value = _join
+        else:
+            n = len(value)
+            value_v = _table[n + 1] if n < _TABLE_MAX else _encode_varint(n)
+        body_len = (1 + len(ts_v) + len(off_v) + len(key_v) + len(key) + len(value_v) + len(value)
+                    + len(headers_encoded))
+        len_v = _table[body_len + 1] if body_len < _TABLE_MAX else _encode_varint(body_len)
+        required = body_len + len(len_v)
+        buf = self._buffer
+        if offset:
+            if required + len(buf) > self.batch_size:
+                return -1
+            if timestamp > self._max_timestamp:
+                self._max_timestamp = timestamp
+        else:
+            self._first_timestamp = timestamp
+            self._max_timestamp = timestamp
+        buf += _join.join((len_v, b"\x00", ts_v, off_v, key_v, key, value_v, value,
+                           headers_encoded))
+        self._num_records = offset + 1
+        return required
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           is_transactional: bool) -> None:
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = is_transactional
+
+    def build(self) -> bytearray:
+        """Compress (when it helps, as kafka-python does), write the header and the CRC."""
+        buf = self._buffer
+        attributes = _TRANSACTIONAL if self._is_transactional else 0
+        if self._codec:
+            data = bytes(memoryview(buf)[BATCH_HEADER_SIZE:])
+            compressed = _compress(self._codec, data)
+            if len(compressed) < len(data):
+                buf[BATCH_HEADER_SIZE:] = compressed
+                attributes |= self._codec
+        first = self._first_timestamp if self._num_records else 0
+        _HEADER.pack_into(
+            buf, 0,
+            0,  # base offset: the broker assigns it
+            len(buf) - _AFTER_LEN_OFFSET,
+            0,  # partition leader epoch: set by the broker
+            2,  # magic
+            0,  # CRC, computed below over attributes..end
+            attributes,
+            max(self._num_records - 1, 0),  # last offset delta
+            first,
+            self._max_timestamp if self._num_records else 0,
+            self._producer_id,
+            self._producer_epoch,
+            self._base_sequence,
+            self._num_records,
+        )
+        _CRC.pack_into(buf, _CRC_OFFSET, calc_crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+        return buf
