@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from producer_helpers import ProducerFactory
 
 from txnproducer import errors
 from txnproducer._internal.txn_state import State
@@ -27,23 +28,10 @@ TOPIC = "prepared"
 
 
 @pytest.fixture
-def make_producer(mock_cluster: MockCluster) -> Iterator[Any]:
-    producers: list[TransactionalProducer] = []
-
-    def make(txn_id: str = "tx-2pc", cluster: MockCluster | None = None,
-             **settings: Any) -> TransactionalProducer:
-        settings.setdefault("max_block_ms", 10_000)
-        settings.setdefault("request_timeout_ms", 5_000)
-        settings.setdefault("delivery_timeout_ms", 20_000)
-        producer = TransactionalProducer(
-            bootstrap_servers=(cluster or mock_cluster).bootstrap_servers, transactional_id=txn_id,
-            **settings)
-        producers.append(producer)
-        return producer
-
-    yield make
-    for producer in producers:
-        producer.close(5)
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-2pc")
+    yield factory
+    factory.close_all(5)
 
 
 def committed(cluster: MockCluster, partitions: int = 3) -> list[bytes]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
+from producer_helpers import ProducerFactory
 
 from txnproducer import errors
 from txnproducer.producer import TransactionalProducer
@@ -30,23 +31,12 @@ MARGIN_S = 3.0
 
 
 @pytest.fixture
-def make_producer(mock_cluster: MockCluster) -> Iterator[Callable[..., TransactionalProducer]]:
-    producers: list[TransactionalProducer] = []
-
-    def make(txn_id: str = "tx-edge", **settings: Any) -> TransactionalProducer:
-        settings.setdefault("max_block_ms", 10_000)
-        settings.setdefault("request_timeout_ms", 5_000)
-        settings.setdefault("delivery_timeout_ms", 20_000)
-        producer = TransactionalProducer(
-            bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=txn_id, **settings)
-        producers.append(producer)
-        return producer
-
-    yield make
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-edge")
+    yield factory
     mock_cluster.black_hole(None, enabled=False)
     mock_cluster.clear_faults()
-    for producer in producers:
-        producer.close(0.5)
+    factory.close_all(0.5)
 
 
 @pytest.fixture

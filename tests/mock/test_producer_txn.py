@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
+from producer_helpers import ProducerFactory, committed_values
 
 from txnproducer import errors
 from txnproducer.producer import TransactionalProducer
@@ -24,25 +25,10 @@ TVS = pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True, ids=["tv1",
 
 
 @pytest.fixture
-def make_producer(mock_cluster: MockCluster) -> Iterator[Any]:
-    producers: list[TransactionalProducer] = []
-
-    def make(txn_id: str = "tx-test", **settings: Any) -> TransactionalProducer:
-        settings.setdefault("max_block_ms", 10_000)
-        settings.setdefault("request_timeout_ms", 5_000)
-        settings.setdefault("delivery_timeout_ms", 20_000)
-        producer = TransactionalProducer(
-            bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=txn_id, **settings)
-        producers.append(producer)
-        return producer
-
-    yield make
-    for producer in producers:
-        producer.close(5)
-
-
-def committed_values(cluster: MockCluster, topic: str, partition: int) -> list[bytes]:
-    return [r.value for r in cluster.partition_records(topic, partition, read_committed=True)]
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-test")
+    yield factory
+    factory.close_all(5)
 
 
 @TVS

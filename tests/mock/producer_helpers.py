@@ -1,0 +1,41 @@
+"""Shared by the TransactionalProducer-on-MockCluster tests: a producer factory that closes what it
+made, and what a read_committed reader sees. (Imported as a plain module: tests/mock is on sys.path.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from txnproducer.producer import TransactionalProducer
+from txnproducer.testing import MockCluster
+
+# Short bounds so a failing test fails in seconds, not in the Java defaults' minutes.
+TEST_DEFAULTS: dict[str, Any] = {"max_block_ms": 10_000, "request_timeout_ms": 5_000,
+                                 "delivery_timeout_ms": 20_000}
+
+
+class ProducerFactory:
+    """``make(txn_id=None, cluster=None, **settings)`` builds a producer on ``cluster`` (default: the
+    factory's) with the test defaults, overridable per module and per call; ``close_all`` closes them."""
+
+    def __init__(self, cluster: MockCluster, default_txn_id: str, **defaults: Any) -> None:
+        self._cluster = cluster
+        self._default_txn_id = default_txn_id
+        self._defaults = {**TEST_DEFAULTS, **defaults}
+        self.producers: list[TransactionalProducer] = []
+
+    def __call__(self, txn_id: str | None = None, cluster: MockCluster | None = None,
+                 **settings: Any) -> TransactionalProducer:
+        producer = TransactionalProducer(
+            bootstrap_servers=(cluster or self._cluster).bootstrap_servers,
+            transactional_id=txn_id or self._default_txn_id, **{**self._defaults, **settings})
+        self.producers.append(producer)
+        return producer
+
+    def close_all(self, timeout: float) -> None:
+        for producer in self.producers:
+            producer.close(timeout)
+
+
+def committed_values(cluster: MockCluster, topic: str, partition: int) -> list[bytes]:
+    """The values a read_committed consumer sees in one partition, in order."""
+    return [r.value for r in cluster.partition_records(topic, partition, read_committed=True)]
