@@ -131,8 +131,11 @@ def test_removed_member_gets_unknown_member_id_and_rejoins(
     _wait_synced(cluster, group, generation, {before["a"]}, since)
     after = _member_ids(cluster, group)
     assert after["a"] == before["a"] and after["b"] != before["b"]
-    assert _generation(cluster, group) == generation
+    # later generations are possible: a member repaired by rescue_lost_join (see
+    # test_consumer_group.py) rejoins once more, under the same member id
+    assert _generation(cluster, group) >= generation
     tracker.wait_for("a and b split the partitions again", lambda: tracker.balanced({"a", "b"}))
+    assert _member_ids(cluster, group) == after
 
     assert cluster.remove_group_member(group, before["b"]) is False  # not a member any more
     assert cluster.remove_group_member("no-such-group", "m") is False
