@@ -110,10 +110,18 @@ class Progress:
     def total(self) -> int:
         return sum(self.committed.values())
 
-    def wait(self, what: str, predicate: Any) -> None:
+    def wait(self, what: str, predicate: Any, detail: Any = None) -> None:
         with self.cond:
             if not self.cond.wait_for(predicate, timeout=TIMEOUT_S):
-                raise TimeoutError(f"timed out after {TIMEOUT_S}s waiting until {what}")
+                extra = f" ({detail()})" if detail is not None else ""
+                raise TimeoutError(f"timed out after {TIMEOUT_S}s waiting until {what}{extra}")
+
+
+def describe(*processors: TransactionalProcessor) -> str:
+    """Each processor's partitions and counters, for a message that explains a timeout."""
+    return "; ".join(
+        f"{p.transactional_id}: partitions {sorted(tp.partition for tp in p.assignment())}, {p.metrics()}"
+        for p in processors)
 
 
 def start(processor: TransactionalProcessor, failures: list[BaseException]) -> threading.Thread:
@@ -180,12 +188,17 @@ def run_demo(bootstrap: str | None = None, inputs: int = 3000, transaction_versi
         running = [alpha, beta]
         try:
             progress.wait("a third of the inputs are committed", lambda: progress.total() >= inputs // 3)
+            # alpha must hold partitions to reach a commit point with the inputs that follow
+            progress.wait("alpha and beta both hold partitions",
+                          lambda: bool(alpha.assignment()) and bool(beta.assignment()),
+                          detail=lambda: describe(alpha, beta))
             alpha.simulate_crash("before_commit")  # dies at its next commit point ...
             ends = produce_inputs(servers, in_topic, half, inputs)  # ... which more input guarantees
             print(f"Produced {inputs - half} more inputs", file=out)
             threads[0].join(TIMEOUT_S)
             if threads[0].is_alive():
-                raise TimeoutError(f"alpha did not reach a commit point within {TIMEOUT_S}s")
+                raise TimeoutError(f"alpha did not reach a commit point within {TIMEOUT_S}s: "
+                                   f"{describe(alpha, beta)}")
             print(f"Killed alpha mid-transaction after {progress.total()} inputs were committed "
                   "(its outputs are in the log, its offsets pending; no commit, no abort)", file=out)
 
