@@ -180,6 +180,31 @@ def test_tv2_wire_has_no_add_requests_and_bumps_epoch_per_transaction(
 
 
 @TVS
+def test_back_to_back_one_record_transactions_all_commit(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The tightest loop an application can run (begin; send 1; commit) must never let an EndTxn
+    overtake its transaction's Produce. Regression: the Sender read "batches incomplete?" before
+    taking the transaction manager's lock, so a record appended and committed in that window had
+    its EndTxn sent first (TV2: INVALID_TXN_STATE, a fatal error); seen against Kafka 4.1.0 within
+    about 50 transactions once commit_transaction() woke up faster."""
+    mock_cluster.create_topic("tight", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    total = 300
+    for i in range(total):
+        producer.begin_transaction()
+        producer.send("tight", b"%d" % i, partition=0)
+        producer.commit_transaction(10)
+    assert committed_values(mock_cluster, "tight", 0) == [b"%d" % i for i in range(total)]
+    log = mock_cluster.request_log
+    assert not [e for e in log if e.api == "EndTxn" and e.error_codes]
+    produces = [e for e in log if e.api == "Produce"]
+    for end in (e for e in log if e.api == "EndTxn"):
+        epoch = end.fields["producer_epoch"]
+        assert any(p.seq < end.seq for p in produces if any(b[3] == epoch for b in p.fields["batches"]))
+
+
+@TVS
 def test_send_offsets_commit_with_the_transaction_only(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     producer = make_producer()

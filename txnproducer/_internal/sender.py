@@ -248,7 +248,7 @@ class Sender(threading.Thread):
         if tm.is_completing() and self._acc.has_incomplete() and tm.is_aborting():
             self._acc.abort_undrained(errors.TransactionAbortedError(
                 "the transaction was aborted before the record was sent"))
-        handler = tm.next_request(self._acc.has_incomplete())
+        handler = tm.next_request(self._acc.has_incomplete)  # evaluated under the TM lock
         if handler is None:
             return False
         ctype = handler.coordinator_type

@@ -492,12 +492,21 @@ class TransactionManager:
 
     # ================================================================ sender-side queue ==========
 
-    def next_request(self, has_incomplete_batches: bool) -> TxnRequestHandler | None:
+    def next_request(self, has_incomplete_batches: bool | Callable[[], bool]) -> TxnRequestHandler | None:
         """The next handler to send, or None (one in flight, backing off, nothing to do, or the
-        EndTxn is waiting for this transaction's batches to complete)."""
+        EndTxn is waiting for this transaction's batches to complete).
+
+        The Sender passes the accumulator's ``has_incomplete`` *method*: it is evaluated under this
+        lock, after the queue is known. A value read before taking the lock can be stale: an
+        application thread may append a record and call ``commit_transaction()`` in between, and
+        the EndTxn would then overtake the record's Produce (the coordinator answers
+        INVALID_TXN_STATE under TV2, as the transaction never started there).
+        """
         with self._lock:
             if self._closed or self._in_flight is not None:
                 return None
+            if callable(has_incomplete_batches):
+                has_incomplete_batches = has_incomplete_batches()
             if self._new_partitions and self._state in (
                 State.IN_TRANSACTION,
                 State.COMMITTING_TRANSACTION,
