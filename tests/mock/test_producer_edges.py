@@ -194,7 +194,7 @@ def _assert_within(bound_s: float, call: Callable[[], object],
 def _in_transaction(make_producer: Any, cluster: MockCluster, **settings: Any) -> TransactionalProducer:
     cluster.create_topic("hole", partitions=1)
     producer: TransactionalProducer = make_producer(linger_ms=0, **settings)
-    producer.init_transactions()
+    producer.init_transactions(10)  # max_block_ms is small for send(); connecting may take longer
     producer.begin_transaction()
     producer.send("hole", b"delivered", partition=0).get(5)
     return producer

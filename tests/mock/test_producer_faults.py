@@ -191,7 +191,7 @@ def test_close_aborts_an_open_transaction(mock_cluster: MockCluster, make_produc
 def test_buffer_full_send_times_out_within_max_block(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     producer = make_producer(buffer_memory=4096, batch_size=1024, max_block_ms=300, linger_ms=0)
-    producer.init_transactions()
+    producer.init_transactions(10)  # max_block_ms is small for send(); connecting may take longer
     mock_cluster.create_topic("full", partitions=1)
     producer.begin_transaction()
     producer.send("full", b"w", partition=0).get(5)

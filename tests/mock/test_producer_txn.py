@@ -277,7 +277,7 @@ def test_send_to_a_missing_topic_times_out_within_max_block() -> None:
         producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,
                                          transactional_id="tx-missing", max_block_ms=400)
         try:
-            producer.init_transactions()
+            producer.init_transactions(10)  # max_block_ms is small for send(); connecting may take longer
             producer.begin_transaction()
             with pytest.raises(errors.TimeoutError, match="not present in metadata"):
                 producer.send("does-not-exist", b"x")
