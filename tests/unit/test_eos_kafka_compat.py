@@ -1,6 +1,9 @@
-"""The guard against kafka-python 3.0.12 dropping a finished group join (see eos_kafka_compat)."""
+"""The guard against kafka-python 3.0.12 members falling out of their group (see eos_kafka_compat):
+a finished join nobody applies, and a join abandoned after an error that reported success."""
 
 from __future__ import annotations
+
+from kafka.structs import MemberState
 
 from txnproducer._internal.eos_kafka_compat import rescue_lost_join
 
@@ -11,9 +14,10 @@ class Task:
 
 
 class Coordinator:
-    def __init__(self, task: Task | None, rejoin: bool) -> None:
+    def __init__(self, task: Task | None, rejoin: bool, state: str = MemberState.STABLE) -> None:
         self._join_task = task
         self.rejoin = rejoin
+        self.state = state
         self.requested = 0
 
     def need_rejoin(self) -> bool:
@@ -34,9 +38,22 @@ def test_a_finished_join_nobody_will_apply_triggers_a_rejoin() -> None:
     assert coordinator.requested == 1
 
 
+def test_a_join_abandoned_after_an_error_triggers_a_rejoin() -> None:
+    # join_group_async returned "joined" after a failed attempt: REBALANCING, no task, no rejoin due
+    coordinator = Coordinator(None, rejoin=False, state=MemberState.REBALANCING)
+    assert rescue_lost_join(Consumer(coordinator)) is True
+    assert coordinator.requested == 1
+
+
 def test_joins_in_progress_or_already_pending_are_left_alone() -> None:
-    for task, rejoin in ((Task(done=False), False), (Task(done=True), True), (None, False)):
-        coordinator = Coordinator(task, rejoin)
-        assert rescue_lost_join(Consumer(coordinator)) is False
+    for task, rejoin, state in (
+        (Task(done=False), False, MemberState.REBALANCING),  # the join is running
+        (Task(done=True), True, MemberState.REBALANCING),  # the next poll awaits it
+        (None, False, MemberState.STABLE),  # joined and heartbeating
+        (None, True, MemberState.UNJOINED),  # the next poll joins
+        (None, True, MemberState.REBALANCING),  # the next poll retries
+    ):
+        coordinator = Coordinator(task, rejoin, state)
+        assert rescue_lost_join(Consumer(coordinator)) is False, (task, rejoin, state)
         assert coordinator.requested == 0
     assert rescue_lost_join(object()) is False  # not a kafka-python consumer we know

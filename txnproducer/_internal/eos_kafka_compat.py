@@ -1,13 +1,24 @@
 """Work-arounds for kafka-python 3.0.12 consumer-group behaviour the processor depends on.
 
 Why: a member that stops applying assignments stalls a pipeline for good, so the processor guards
-against a kafka-python bug instead of waiting for a fix. When the group leader rejoins because its
-metadata snapshot changed (it assigned before the input topics' metadata was known, or partitions
-were added) and the caller's ``poll`` timeout expires during that join, kafka-python keeps the
-finished join task but never applies it: ``need_rejoin()`` is False (the snapshot now matches), so no
-later ``poll`` looks at the task again. The member then never heartbeats, is dropped after
-``session_timeout_ms`` and stays idle forever. Both helpers are best effort and touch only
-kafka-python internals that exist in 3.0.x; with other versions they do nothing.
+against kafka-python bugs instead of waiting for a fix. Two ways a 3.0.12 member ends up outside
+its group for good while its ``poll`` keeps returning, both repaired by :func:`rescue_lost_join`:
+
+1. *A finished join nobody applies.* When the caller's ``poll`` timeout expires while the join task
+   is in flight and the task then finishes, ``need_rejoin()`` can be False by the next ``poll`` (the
+   leader's metadata snapshot now matches), so no later ``poll`` looks at the task again.
+2. *A join abandoned after an error.* A join started only because ``need_rejoin()`` said so (a
+   subscription or leader-snapshot change, with ``rejoin_needed`` False) clears that trigger while
+   it runs; if the attempt then fails without requesting a rejoin (JoinGroup answered
+   REBALANCE_IN_PROGRESS or a coordinator error, a dropped connection or request timeout),
+   ``join_group_async`` re-checks ``need_rejoin()``, finds False and returns "joined". The member
+   is left REBALANCING with heartbeats disabled and no join task (kafka/coordinator/base.py,
+   ``join_group_async``). Reproduced deterministically against MockCluster with an injected
+   REBALANCE_IN_PROGRESS on a follower's JoinGroup after a subscription change.
+
+Either way the member never heartbeats, the coordinator drops it after the session or rebalance
+timeout, and it stays idle. The helpers are best effort and touch only kafka-python internals that
+exist in 3.0.x; with other versions they do nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +31,13 @@ __all__ = ["load_metadata_before_join", "rescue_lost_join"]
 
 _log = get_logger("txnproducer.eos")
 
+try:
+    from kafka.structs import MemberState
+
+    _STABLE: str = MemberState.STABLE
+except (ImportError, AttributeError):  # pragma: no cover - another kafka-python: compare nothing
+    _STABLE = "<stable>"
+
 
 def load_metadata_before_join(consumer: Any) -> None:
     """After ``subscribe``: fetch metadata now (public ``topics()``), so the first assignment is made
@@ -31,17 +49,37 @@ def load_metadata_before_join(consumer: Any) -> None:
 
 
 def rescue_lost_join(consumer: Any) -> bool:
-    """Call after ``poll`` returned (never during it): if a finished join was dropped, request a
-    rejoin so the next ``poll`` joins again. Returns True if it did."""
+    """Call after ``poll`` returned (never during it): if the member fell out of its group in one
+    of the two ways of the module docstring, request a rejoin so the next ``poll`` joins again.
+    Returns True if it did.
+
+    Safe for a healthy member: a join in progress has an unfinished task; a member that joined is
+    STABLE with no task; any other state already has ``need_rejoin()`` True. The IO thread can only
+    move the state towards "rejoin needed" meanwhile, which makes the checks false; the worst case
+    is one extra rebalance.
+    """
     coordinator = getattr(consumer, "_coordinator", None)
-    task = getattr(coordinator, "_join_task", None)
-    if coordinator is None or task is None:
+    if coordinator is None or not hasattr(coordinator, "_join_task"):
         return False
     try:
-        if not task.is_done or coordinator.need_rejoin():
-            return False
+        task = coordinator._join_task
+        if task is not None:
+            if not task.is_done or coordinator.need_rejoin():
+                return False
+            reason = "finished_join_not_applied"
+        else:
+            if _is_stable(coordinator) or coordinator.need_rejoin():
+                return False
+            reason = "join_abandoned_after_error"
         coordinator.request_rejoin()
     except Exception:  # not the kafka-python we know: leave it alone
         return False
-    _log.warning("eos.rejoin_after_lost_assignment")
+    _log.warning("eos.rejoin_after_lost_assignment", reason=reason)
     return True
+
+
+def _is_stable(coordinator: Any) -> bool:
+    """True unless the member is provably mid-rebalance (an unknown shape counts as stable: no
+    action). kafka-python 3.0.x keeps the state as ``kafka.structs.MemberState`` strings."""
+    state = getattr(coordinator, "state", None)
+    return not isinstance(state, str) or state == _STABLE
