@@ -150,7 +150,13 @@ def test_offsets_commit_with_the_transaction_only(
     with producer.transaction():
         producer.send(topic, b"b", partition=0)
         producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "", -1)}, group)
-    assert admin.list_group_offsets(group)[group][tp].offset == 7
+    # EndTxn returns once the coordinator logged PrepareCommit; it writes the markers (here: into
+    # __consumer_offsets) afterwards, so the offset becomes readable a moment later
+    deadline = time.monotonic() + 30
+    while (committed := admin.list_group_offsets(group)[group].get(tp)) is None:
+        assert time.monotonic() < deadline, "the committed offset never became visible"
+        time.sleep(0.1)  # polling the broker's own state: there is no event to wait on
+    assert committed.offset == 7
 
 
 def _transaction_state(bootstrap: str, txn_id: str) -> str:
