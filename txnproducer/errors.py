@@ -77,6 +77,15 @@ class ConfigError(TxnProducerError, ValueError):
     """A setting is unknown or has an invalid value; the message names the key and what is allowed."""
 
 
+class InvalidRecordError(ConfigError):
+    """A ``send()`` argument is invalid (topic name, partition, timestamp, headers, a partitioner's
+    answer); the record was not queued and the transaction is unaffected.
+
+    A subclass of :class:`ConfigError` (and ``ValueError``): it is the same kind of mistake, made
+    per record instead of per producer, so code that catches ConfigError keeps working.
+    """
+
+
 class RecordTooLargeError(TxnProducerError, ValueError):
     """A record is larger than ``max_request_size`` or ``buffer_memory``; it was not sent."""
 

@@ -349,7 +349,7 @@ class TransactionalProducer:
 
         Blocks only to fetch metadata of a new topic or while buffer memory is full, both
         bounded by ``max_block_ms`` (TimeoutError). Raises SerializationError,
-        RecordTooLargeError, ConfigError (bad partition/timestamp/headers), IllegalStateError
+        RecordTooLargeError, InvalidRecordError (bad topic/partition/timestamp/headers), IllegalStateError
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
@@ -358,7 +358,7 @@ class TransactionalProducer:
         if self._tm.state is not State.IN_TRANSACTION:  # lock-free fast path; the TM re-checks
             self._tm.fail_if_not_ready_for_send()
         if not isinstance(topic, str) or not topic:
-            raise errors.ConfigError(f"topic must be a non-empty string, got {topic!r}")
+            raise errors.InvalidRecordError(f"topic must be a non-empty string, got {topic!r}")
         if key is None or (self._plain_keys and type(key) is bytes):
             key_bytes = key
         else:
@@ -370,7 +370,7 @@ class TransactionalProducer:
         header_list = self._headers(headers) if headers else _NO_HEADERS
         if timestamp_ms is not None and (isinstance(timestamp_ms, bool)
                                          or not isinstance(timestamp_ms, int) or timestamp_ms < 0):
-            raise errors.ConfigError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
+            raise errors.InvalidRecordError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
         parts = self._net.partitions_for(topic)
         if parts is None:  # the only blocking step before append: start the max_block_ms clock
             deadline = time.monotonic() + self._max_block_s
@@ -421,13 +421,14 @@ class TransactionalProducer:
             try:
                 name, val = item
             except (TypeError, ValueError):
-                raise errors.ConfigError(f"headers must be (str, bytes) pairs, got {item!r}") from None
+                raise errors.InvalidRecordError(f"headers must be (str, bytes) pairs, got {item!r}") from None
             if not isinstance(name, str):
-                raise errors.ConfigError(f"header names must be str, got {name!r}")
+                raise errors.InvalidRecordError(f"header names must be str, got {name!r}")
             if isinstance(val, str):
                 val = val.encode("utf-8")
             elif val is not None and not isinstance(val, (bytes, bytearray, memoryview)):
-                raise errors.ConfigError(f"header {name!r} value must be bytes, str or None, got {val!r}")
+                raise errors.InvalidRecordError(
+                    f"header {name!r} value must be bytes, str or None, got {val!r}")
             out.append((name, val))
         return out
 
@@ -435,13 +436,13 @@ class TransactionalProducer:
         try:
             ensure_valid_topic_name(topic)
         except (TypeError, ValueError) as exc:
-            raise errors.ConfigError(f"invalid topic name {topic!r}: {exc}") from None
+            raise errors.InvalidRecordError(f"invalid topic name {topic!r}: {exc}") from None
         return self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
 
     def _partition(self, topic: str, parts: list[int], partition: int | None, key: Any) -> int:
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int) or partition not in parts:
-                raise errors.ConfigError(
+                raise errors.InvalidRecordError(
                     f"partition {partition!r} does not exist in topic {topic!r} "
                     f"(partitions 0..{len(parts) - 1})")
             return partition
@@ -449,7 +450,8 @@ class TransactionalProducer:
             available = self._net.available_partitions_for(topic)
             chosen = self._partitioner(topic, None if key is None else bytes(key), parts, available)
             if chosen not in parts:
-                raise errors.ConfigError(f"partitioner returned {chosen!r}, not a partition of {topic!r}")
+                raise errors.InvalidRecordError(
+                    f"partitioner returned {chosen!r}, not a partition of {topic!r}")
             return int(chosen)
         if key is not None:
             # the Java client's default: murmur2 of the key bytes, made positive, modulo count

@@ -232,11 +232,22 @@ def test_api_misuse_raises_typed_errors(mock_cluster: MockCluster, make_producer
         producer.send("t", 12345)
     with pytest.raises(errors.RecordTooLargeError):
         producer.send("t", b"x" * 2_000_000)
-    with pytest.raises(errors.ConfigError):
-        producer.send("t", b"x", partition=99)
-    with pytest.raises(errors.ConfigError):
-        producer.send("not a topic!", b"x")
-    producer.abort_transaction()
+    bad_records: list[tuple[dict[str, Any], str]] = [
+        ({"partition": 99}, "partition 99 does not exist"),
+        ({"topic": "not a topic!"}, "invalid topic name"),
+        ({"topic": ""}, "non-empty string"),
+        ({"timestamp_ms": -5}, "timestamp_ms must be"),
+        ({"headers": [("h", 5)]}, "value must be bytes"),
+        ({"headers": [(7, b"v")]}, "header names must be str"),
+    ]
+    for bad, message in bad_records:
+        args = {"topic": "t", "value": b"x", **bad}
+        with pytest.raises(errors.InvalidRecordError, match=message):
+            producer.send(**args)
+    # nothing was queued and the transaction is intact: a good record still commits
+    producer.send("t", b"good", partition=0)
+    producer.commit_transaction(10)
+    assert committed_values(mock_cluster, "t", 0) == [b"good"]
     producer.close()
     with pytest.raises(errors.ClosedError):
         producer.begin_transaction()
