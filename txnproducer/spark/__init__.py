@@ -21,9 +21,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .commit_log import CommitLog
 from .completion import SinkCommitError
-from .sink import TxnKafkaCommitMessage, TxnKafkaDataSource
+from .sink import SupersededAttemptError, TxnKafkaCommitMessage, TxnKafkaDataSource
 
-__all__ = ["CommitLog", "SinkCommitError", "TxnKafkaCommitMessage", "TxnKafkaDataSource", "register"]
+__all__ = [
+    "CommitLog",
+    "SinkCommitError",
+    "SupersededAttemptError",
+    "TxnKafkaCommitMessage",
+    "TxnKafkaDataSource",
+    "register",
+]
 
 
 def register(spark: Any) -> None:

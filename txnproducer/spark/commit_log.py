@@ -12,6 +12,11 @@ before anything becomes visible:
 * ``pending/<transactional id>.json`` - written by an executor when its transaction starts and
   again when it is prepared, so transactions of failed, killed or speculative task attempts can be
   found and aborted instead of holding the partitions' last stable offset until the timeout.
+* ``decided/<run>-<stage>`` - the driver committed or aborted that write stage. A task attempt
+  that starts later (a speculative or retried attempt the driver no longer waits for) sees it
+  right after recording itself as pending and gives up before opening a transaction. Together
+  with the driver's clean-up, which fences every pending attempt *after* writing this marker, no
+  attempt of a decided stage can leave a transaction open.
 
 Every write is atomic (temporary file, fsync, ``os.replace``, fsync of the directory), so a crash
 leaves either the old or the new file, never a torn one. The directory must be on storage that
@@ -80,11 +85,23 @@ class CommitLog:
         self.path = path
         self._commits = os.path.join(path, "commits")
         self._pending = os.path.join(path, "pending")
+        self._decided = os.path.join(path, "decided")
 
     def ensure(self) -> CommitLog:
         os.makedirs(self._commits, exist_ok=True)
         os.makedirs(self._pending, exist_ok=True)
+        os.makedirs(self._decided, exist_ok=True)
         return self
+
+    # --- decided stages -------------------------------------------------------------------------
+
+    def mark_stage_decided(self, stage_key: str) -> None:
+        """The driver has committed or aborted every task of ``stage_key`` (``<run>-<stage>``)."""
+        os.makedirs(self._decided, exist_ok=True)
+        atomic_write(os.path.join(self._decided, _safe(stage_key)), b"")
+
+    def stage_decided(self, stage_key: str) -> bool:
+        return os.path.exists(os.path.join(self._decided, _safe(stage_key)))
 
     # --- commit entries -------------------------------------------------------------------------
 
@@ -155,5 +172,9 @@ class CommitLog:
             os.unlink(self._pending_path(transactional_id))
 
     def _pending_path(self, transactional_id: str) -> str:
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in transactional_id)
-        return os.path.join(self._pending, f"{safe}.json")
+        return os.path.join(self._pending, f"{_safe(transactional_id)}.json")
+
+
+def _safe(name: str) -> str:
+    """``name`` as a file name (transactional ids may hold any character)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)

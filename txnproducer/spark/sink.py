@@ -11,9 +11,11 @@ Protocol (two-phase commit across Spark's task/driver split):
    done marker are committed), then - if this batch was already committed (Spark replays a
    micro-batch whose commit it did not record) - abort the replayed transactions; otherwise write
    the batch's states to the commit log (the commit point, atomic), commit each with EndTxn
-   (no InitProducerId), and mark the entry done. Finally every other pending transaction (failed,
-   killed or speculative attempts, or a crashed run's) is aborted by fencing its id.
-3. **Driver** (``abort``): abort the prepared transactions of the failed batch and the orphans.
+   (no InitProducerId), and mark the entry done. Then it marks the stage decided, so that an
+   attempt starting later opens no transaction, and finally every other pending transaction
+   (failed, killed or speculative attempts, or a crashed run's) is aborted by fencing its id.
+3. **Driver** (``abort``): abort the prepared transactions of the failed batch, mark the stage
+   decided, abort the orphans.
 
 Guarantee: each row of a committed batch is visible to read_committed consumers exactly once,
 whatever tasks fail or the driver dies, provided every prepared transaction is committed within
@@ -42,6 +44,7 @@ from pyspark.sql.types import StructType
 from txnproducer._internal.log import get_logger
 
 from ..config import ProducerConfig
+from ..errors import TxnProducerError
 from ..prepared import PreparedTxnState
 from ..producer import TransactionalProducer
 from ._faults import crash_point
@@ -50,9 +53,15 @@ from .completion import complete_states, fence_transactional_ids
 from .options import SinkOptions
 from .records import check_columns, row_to_record
 
-__all__ = ["TxnKafkaCommitMessage", "TxnKafkaDataSource"]
+__all__ = ["SupersededAttemptError", "TxnKafkaCommitMessage", "TxnKafkaDataSource"]
 
 _log = get_logger("txnproducer.spark")
+
+
+class SupersededAttemptError(TxnProducerError):
+    """A task attempt started after the driver had decided its stage (a late speculative or
+    retried attempt). It wrote nothing and opened no transaction; Spark already has the stage's
+    outcome, so this failure of a redundant attempt changes nothing."""
 
 
 @dataclass
@@ -63,6 +72,7 @@ class TxnKafkaCommitMessage(WriterCommitMessage):
     records: int
     partition_id: int
     attempt: int
+    stage: str = ""  # Spark's stage id: the driver marks the stage decided (commit_log.py)
 
     @property
     def state(self) -> PreparedTxnState:
@@ -95,12 +105,20 @@ class _Writer:
         transactional_id = "-".join(
             (opts.transactional_id_prefix, self.run_id, stage, str(partition_id), str(attempt)))
         log = CommitLog(self.commit_log_path)
+        # pending first: if this attempt dies from here on, the driver can find and abort it
+        log.record_pending(transactional_id, None)
+        if log.stage_decided(self._stage_key(stage)):
+            # a late speculative or retried attempt: the driver has committed (or aborted) this
+            # stage and will not look at our transaction, so open none (commit_log.py: decided/)
+            log.remove_pending(transactional_id)
+            raise SupersededAttemptError(
+                f"task attempt {transactional_id!r} started after the driver decided its stage; "
+                "another attempt's output was committed (or the stage aborted), so this one wrote "
+                "nothing")
         producer = TransactionalProducer(
             ProducerConfig.from_mapping({**opts.producer_settings, "transactional.id": transactional_id}))
         count = 0
         try:
-            # pending first: if this attempt dies from here on, the driver can find and abort it
-            log.record_pending(transactional_id, None)
             producer.init_transactions()
             producer.begin_transaction()
             for row in rows:
@@ -119,7 +137,15 @@ class _Writer:
         finally:
             producer.close(opts.commit_timeout_s)  # a prepared transaction outlives its producer
         _log.info("txn.spark_task_prepared", transactional_id=transactional_id, records=count)
-        return TxnKafkaCommitMessage(state.to_json(), count, partition_id, attempt)
+        return TxnKafkaCommitMessage(state.to_json(), count, partition_id, attempt, stage)
+
+    def _stage_key(self, stage: str) -> str:
+        return f"{self.run_id}-{stage}"
+
+    def _mark_decided(self, log: CommitLog, messages: list[Any]) -> None:
+        """Before the clean-up: late attempts of these stages must not open transactions."""
+        for stage in {m.stage for m in messages if isinstance(m, TxnKafkaCommitMessage) and m.stage}:
+            log.mark_stage_decided(self._stage_key(stage))
 
     # --- driver -----------------------------------------------------------------------------------
 
@@ -155,6 +181,7 @@ class _Writer:
             crash_point("after_first_commit", batch_id)
             self._complete(states[1:], commit=True)
             log.mark_done(key)
+        self._mark_decided(log, messages)
         self._cleanup(log, completed={s.transactional_id for s in states})
 
     def _abort(self, messages: list[Any]) -> None:
@@ -162,6 +189,7 @@ class _Writer:
         self.recover()
         states = [m.state for m in messages if isinstance(m, TxnKafkaCommitMessage)]
         self._complete(states, commit=False)
+        self._mark_decided(log, messages)
         self._cleanup(log, completed={s.transactional_id for s in states})
 
     def _cleanup(self, log: CommitLog, completed: set[str]) -> None:
