@@ -16,6 +16,7 @@ class Task:
 class Coordinator:
     def __init__(self, task: Task | None, rejoin: bool, state: str = MemberState.STABLE) -> None:
         self._join_task = task
+        self.group_id = "g"
         self.rejoin = rejoin
         self.state = state
         self.requested = 0
@@ -27,9 +28,18 @@ class Coordinator:
         self.requested += 1
 
 
+class Subscription:
+    def __init__(self, auto_assigned: bool) -> None:
+        self.auto_assigned = auto_assigned
+
+    def partitions_auto_assigned(self) -> bool:
+        return self.auto_assigned
+
+
 class Consumer:
-    def __init__(self, coordinator: Coordinator) -> None:
+    def __init__(self, coordinator: Coordinator, auto_assigned: bool = True) -> None:
         self._coordinator = coordinator
+        self._subscription = Subscription(auto_assigned)
 
 
 def test_a_finished_join_nobody_will_apply_triggers_a_rejoin() -> None:
@@ -57,3 +67,12 @@ def test_joins_in_progress_or_already_pending_are_left_alone() -> None:
         assert rescue_lost_join(Consumer(coordinator)) is False, (task, rejoin, state)
         assert coordinator.requested == 0
     assert rescue_lost_join(object()) is False  # not a kafka-python consumer we know
+
+
+def test_consumers_without_group_membership_are_left_alone() -> None:
+    # assign() with a group id: UNJOINED, no task, need_rejoin() False - and nothing to rejoin
+    coordinator = Coordinator(None, rejoin=False, state=MemberState.UNJOINED)
+    assert rescue_lost_join(Consumer(coordinator, auto_assigned=False)) is False
+    coordinator.group_id = None  # type: ignore[assignment]
+    assert rescue_lost_join(Consumer(coordinator)) is False
+    assert coordinator.requested == 0

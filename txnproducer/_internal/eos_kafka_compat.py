@@ -62,6 +62,10 @@ def rescue_lost_join(consumer: Any) -> bool:
     if coordinator is None or not hasattr(coordinator, "_join_task"):
         return False
     try:
+        subscription = getattr(consumer, "_subscription", None)
+        if getattr(coordinator, "group_id", None) is None or subscription is None \
+                or not subscription.partitions_auto_assigned():
+            return False  # no group membership to lose (assign() or no group id)
         task = coordinator._join_task
         if task is not None:
             if not task.is_done or coordinator.need_rejoin():
