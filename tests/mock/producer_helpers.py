@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
+
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster
 
@@ -39,3 +42,22 @@ class ProducerFactory:
 def committed_values(cluster: MockCluster, topic: str, partition: int) -> list[bytes]:
     """The values a read_committed consumer sees in one partition, in order."""
     return [r.value for r in cluster.partition_records(topic, partition, read_committed=True)]
+
+
+def read_committed_via_kafka_python(cluster: MockCluster, topic: str, partitions: int, expected: int,
+                                    idle_ms: int = 10_000) -> list[bytes]:
+    """What kafka-python's read_committed consumer returns: values in fetch order, stopping after
+    ``expected`` values or ``idle_ms`` without a new one."""
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, isolation_level="read_committed",
+                             enable_auto_commit=False, consumer_timeout_ms=idle_ms)
+    values: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        consumer.seek_to_beginning()
+        for message in consumer:
+            values.append(message.value)
+            if len(values) == expected:
+                break
+    finally:
+        consumer.close()
+    return values

@@ -9,6 +9,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import EndTxnRequest, InitProducerIdRequest, ProduceRequest
+from producer_helpers import read_committed_via_kafka_python
 
 from txnproducer.testing import MockCluster
 from txnproducer.testing._wire import WireClient, build_batch
@@ -184,26 +185,6 @@ def test_injected_errors_on_transactional_apis_leave_state_untouched(
     ]
 
 
-def _read_committed_values(cluster: MockCluster, topic: str, partitions: int, expected: int) -> list[bytes]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap_servers,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-        consumer.seek_to_beginning()
-        for message in consumer:
-            values.append(message.value)
-            if len(values) == expected:
-                break
-    finally:
-        consumer.close()
-    return values
-
-
 @pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True)
 def test_kafka_python_transactional_producer_commit_and_abort(mock_cluster: MockCluster) -> None:
     producer = KafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="kp-txn")
@@ -220,7 +201,7 @@ def test_kafka_python_transactional_producer_commit_and_abort(mock_cluster: Mock
         producer.abort_transaction()
     finally:
         producer.close(timeout=5)
-    values = _read_committed_values(mock_cluster, "kp-txn-topic", 3, 20)
+    values = read_committed_via_kafka_python(mock_cluster, "kp-txn-topic", 3, 20, idle_ms=3000)
     assert sorted(values) == sorted(f"keep{i}".encode() for i in range(20))
     records = [r for p in range(3) for r in mock_cluster.partition_records("kp-txn-topic", p)]
     assert len(records) == 25  # the aborted records are in the log, hidden from read_committed
@@ -240,6 +221,6 @@ def test_confluent_kafka_transactional_producer(mock_cluster: MockCluster) -> No
     producer.produce("ck-txn-topic", value="drop")
     assert producer.flush(10) == 0  # written to the log, then aborted
     producer.abort_transaction(10)
-    values = _read_committed_values(mock_cluster, "ck-txn-topic", 3, 15)
+    values = read_committed_via_kafka_python(mock_cluster, "ck-txn-topic", 3, 15, idle_ms=3000)
     assert sorted(values) == sorted(f"keep{i}".encode() for i in range(15))
     assert mock_cluster.describe_transaction("ck-txn")["state"] == "CompleteAbort"  # type: ignore[index]

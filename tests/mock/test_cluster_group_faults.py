@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaProducer
 
 from tests.mock.test_consumer_group import (
-    PARTITIONS,
-    PER_PARTITION,
-    TOPIC,
     UNKNOWN_MEMBER_ID,
     WAIT_S,
     KafkaPythonMember,
     Tracker,
+    running_members,
+    seeded_cluster,
 )
 from txnproducer.testing import MockCluster
 from txnproducer.testing.request_log import RequestLogEntry
@@ -28,23 +26,14 @@ from txnproducer.testing.request_log import RequestLogEntry
 
 @pytest.fixture
 def cluster() -> Iterator[MockCluster]:
-    with MockCluster(num_brokers=3) as mock:
-        mock.create_topic(TOPIC, partitions=PARTITIONS)
-        producer = KafkaProducer(bootstrap_servers=mock.bootstrap_servers)
-        for partition in range(PARTITIONS):
-            for i in range(PER_PARTITION):
-                producer.send(TOPIC, value=b"%d-%d" % (partition, i), partition=partition)
-        producer.flush(timeout=10)
-        producer.close(timeout=5)
+    with seeded_cluster() as mock:
         yield mock
 
 
 @pytest.fixture
 def members() -> Iterator[list[KafkaPythonMember]]:
-    started: list[KafkaPythonMember] = []
-    yield started
-    for member in started:
-        member.stop()
+    with running_members() as started:
+        yield started
 
 
 def _member_ids(cluster: MockCluster, group: str) -> dict[str, str]:

@@ -160,8 +160,10 @@ class KafkaPythonMember:
         assert not self._thread.is_alive(), f"member {self.name} did not stop"
 
 
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
+@contextlib.contextmanager
+def seeded_cluster() -> Iterator[MockCluster]:
+    """Three brokers and TOPIC with PER_PARTITION records in each partition (also used by
+    test_cluster_group_faults.py)."""
     with MockCluster(num_brokers=3) as mock:
         mock.create_topic(TOPIC, partitions=PARTITIONS)
         producer = KafkaProducer(bootstrap_servers=mock.bootstrap_servers)
@@ -170,6 +172,23 @@ def cluster() -> Iterator[MockCluster]:
                 producer.send(TOPIC, value=b"%d-%d" % (partition, i), partition=partition)
         producer.flush(timeout=10)
         producer.close(timeout=5)
+        yield mock
+
+
+@contextlib.contextmanager
+def running_members() -> Iterator[list[KafkaPythonMember]]:
+    """A list the test appends members to; each is stopped (and checked to stop) afterwards."""
+    started: list[KafkaPythonMember] = []
+    try:
+        yield started
+    finally:
+        for member in started:
+            member.stop()
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockCluster]:
+    with seeded_cluster() as mock:
         yield mock
 
 
@@ -191,10 +210,8 @@ def tracker(cluster: MockCluster) -> Tracker:
 
 @pytest.fixture
 def members() -> Iterator[list[KafkaPythonMember]]:
-    started: list[KafkaPythonMember] = []
-    yield started
-    for member in started:
-        member.stop()
+    with running_members() as started:
+        yield started
 
 
 def test_three_members_share_partitions_commit_and_rebalance_on_leave(

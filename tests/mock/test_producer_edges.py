@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
-from producer_helpers import ProducerFactory
+from producer_helpers import ProducerFactory, read_committed_via_kafka_python
 
 from txnproducer import errors
 from txnproducer.producer import TransactionalProducer
@@ -53,23 +52,6 @@ def arrival_times(mock_cluster: MockCluster) -> dict[int, float]:
 
     log.append = timed_append  # type: ignore[method-assign]
     return times
-
-
-def read_committed(cluster: MockCluster, topic: str, partitions: int, expected: int) -> list[bytes]:
-    """What kafka-python's read_committed consumer returns (stops after ``expected`` or 10 s idle)."""
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, isolation_level="read_committed",
-                             enable_auto_commit=False, consumer_timeout_ms=10_000)
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-        consumer.seek_to_beginning()
-        for message in consumer:
-            values.append(message.value)
-            if len(values) == expected:
-                break
-    finally:
-        consumer.close()
-    return values
 
 
 # ---------------------------------------------------------------- (a) CONCURRENT_TRANSACTIONS
@@ -111,7 +93,7 @@ def test_next_transaction_waits_out_concurrent_transactions_then_commits(
     assert len(refusals) >= 2 and not attempts[-1].error_codes
     gaps = [arrival_times[b.seq] - arrival_times[a.seq] for a, b in itertools.pairwise(attempts)]
     assert min(gaps) >= 0.04, gaps  # backoff (50 ms configured) between every attempt
-    assert read_committed(mock_cluster, "busy", 1, 2) == [b"first", b"second"]
+    assert read_committed_via_kafka_python(mock_cluster, "busy", 1, 2) == [b"first", b"second"]
 
 
 @pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
@@ -131,7 +113,7 @@ def test_injected_concurrent_transactions_on_add_partitions_are_retried(
     assert min(gaps) >= 0.025, gaps
     produce = next(e for e in mock_cluster.request_log if e.seq >= since and e.api == "Produce")
     assert produce.seq > adds[-1].seq  # nothing produced before the partition was added
-    assert read_committed(mock_cluster, "busy1", 1, 1) == [b"v"]
+    assert read_committed_via_kafka_python(mock_cluster, "busy1", 1, 1) == [b"v"]
 
 
 # ---------------------------------------------------------------- (b) TV2 epoch exhaustion
@@ -160,7 +142,7 @@ def test_tv2_epoch_exhaustion_rotates_to_a_new_producer_id(
     new_batches = [b for e in mock_cluster.request_log if e.api == "Produce"
                    for b in e.fields["batches"] if b[2] == producer.producer_id]
     assert new_batches and all(b[3] == 0 and b[4] == 0 for b in new_batches)  # epoch 0, sequences reset
-    assert sorted(read_committed(mock_cluster, "rotate", 2, 4)) == [
+    assert sorted(read_committed_via_kafka_python(mock_cluster, "rotate", 2, 4)) == [
         b"last-epoch-0", b"last-epoch-1", b"new-id-0", b"new-id-1"]
 
 

@@ -718,6 +718,17 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
             self.reenqueue()
 
 
+def _end_txn_request(tm: TransactionManager, producer_id: int, epoch: int, committed: bool) -> Any:
+    """EndTxn for (producer id, epoch): the producer's own transaction or a recorded prepared one."""
+    return EndTxnRequest(
+        version=tm._version_for(EndTxnRequest),
+        transactional_id=tm.transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        committed=committed,
+    )
+
+
 class EndTxnHandler(TxnRequestHandler):
     """Commits or aborts; under TV2 (v5) the answer carries the producer id/epoch to use next."""
 
@@ -737,13 +748,7 @@ class EndTxnHandler(TxnRequestHandler):
         self.prepared: tuple[int, int] | None = tm._prepared_identity()
 
     def build_request(self) -> Any:
-        return EndTxnRequest(
-            version=self._tm._version_for(EndTxnRequest),
-            transactional_id=self._tm.transactional_id,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            committed=self.committed,
-        )
+        return _end_txn_request(self._tm, self.producer_id, self.producer_epoch, self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
@@ -826,13 +831,7 @@ class CompletePreparedHandler(TxnRequestHandler):
         self.committed = committed
 
     def build_request(self) -> Any:
-        return EndTxnRequest(
-            version=self._tm._version_for(EndTxnRequest),
-            transactional_id=self._tm.transactional_id,
-            producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch,
-            committed=self.committed,
-        )
+        return _end_txn_request(self._tm, self.producer_id, self.producer_epoch, self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
