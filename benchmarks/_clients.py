@@ -29,7 +29,6 @@ from txnproducer.perf import (  # noqa: E402
     TxnProducerClient,
     peak_rss_bytes,
     producer_diagnostics,
-    quiet_logging,
     run_workload,
 )
 
@@ -325,7 +324,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-records", type=int, default=None)
     parser.add_argument("--max-seconds", type=float, default=None)
     args = parser.parse_args(argv)
-    quiet_logging()
     result = run_one(args.client, args.scenario, args.bootstrap, args.topic, args.num_records,
                      args.max_seconds, args.input_topic)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")

@@ -33,7 +33,6 @@ from txnproducer.perf import (  # noqa: E402
     TxnProducerClient,
     create_topic,
     mock_cluster_process,
-    quiet_logging,
     run_workload,
 )
 
@@ -106,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="also write the report here")
     parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args(argv)
-    quiet_logging()
     per_txn, default_n = SCENARIOS[args.scenario]
     n = args.num_records or default_n
     topic = f"profile-{uuid.uuid4().hex[:8]}"

@@ -409,25 +409,6 @@ def bootstrap_for(args: argparse.Namespace, topics: Sequence[str]) -> Iterator[s
         yield servers
 
 
-def quiet_logging() -> None:
-    """Send structlog's output to stderr at WARNING and above, unless the application configured it.
-
-    structlog's unconfigured default prints every event, debug included, to stdout: that would
-    both cost time per transaction and corrupt ``--json`` output.
-    """
-    import logging
-
-    import structlog
-
-    if structlog.is_configured():
-        return
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
-
-
 # --- command line ------------------------------------------------------------------------------------
 
 
@@ -509,7 +490,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None,
         client_factory: Callable[[dict[str, Any]], TxnClient] | None = None) -> int:
     """Run the benchmark the parsed ``args`` describe; print the summary (or JSON); return 0."""
     stream = out if out is not None else sys.stdout
-    quiet_logging()
     topic = args.topic or f"perf-{uuid.uuid4().hex[:8]}"
     records_per_txn = args.records_per_txn
     if records_per_txn is None and args.txn_duration_ms is None:

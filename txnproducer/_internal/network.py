@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
+from kafka.net.transport import KafkaTCPTransport
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
@@ -276,9 +277,31 @@ class NetworkClient:
     def send(self, node: Any, request: Any) -> Future:
         """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`."""
         try:
-            return self._client.send(node, request)
+            future = self._client.send(node, request)
         except Exception as exc:  # connection setup errors surface as a failed future
             return Future().failure(exc)
+        self._write_now(node)
+        return future
+
+    def _write_now(self, node: Any) -> None:
+        """Put a plaintext request on the wire now instead of in the next two polls.
+
+        Why: kafka-python's transport only queues the bytes and schedules a task that first
+        waits for the socket to be writable, so a request reaches the broker two network polls
+        after ``send`` (measured: about 0.17 ms later, plus the CPU of those polls). A
+        non-blocking send from the transport's own buffer keeps its order and its error path;
+        what the socket does not take stays queued for the scheduled task. TLS transports are
+        left to kafka-python (their writes can need a read first).
+        """
+        conn = self._manager._conns.get(node)
+        transport: Any = getattr(conn, "transport", None)
+        if type(transport) is not KafkaTCPTransport or transport._closed or not transport._write_buffer:
+            return
+        sent, err = transport._sock_send()
+        if err is not None:
+            transport.abort(error=err)
+        elif sent:
+            transport.last_write = time.monotonic()
 
     def in_flight_count(self, node: Any = None) -> int:
         return int(self._client.in_flight_request_count(node))
