@@ -26,11 +26,11 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.produce_codec import PRODUCE_API_KEY
 from txnproducer.config import ProducerConfig
 
 __all__ = ["PRODUCE_API_KEY", "PRODUCE_MAX_WITH_NAMES", "BrokerFeatures", "NetworkClient"]
 
-PRODUCE_API_KEY = 0
 _API_VERSIONS_VERSION = 3  # the first version with finalized features (KIP-584)
 _UNSUPPORTED_VERSION = 35
 # Produce v13 names topics by id (KIP-516); v12 is the newest version with names.
