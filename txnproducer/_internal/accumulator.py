@@ -25,6 +25,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from time import time_ns as _time_ns
 from typing import Any, Protocol
 
 import attrs
@@ -35,6 +36,7 @@ from txnproducer._internal.log import get_logger
 from txnproducer._internal.record_encoding import (
     BATCH_HEADER_SIZE,
     MAX_RECORD_OVERHEAD,
+    NO_HEADERS_ENCODED,
     BatchEncoder,
     encode_headers,
 )
@@ -327,6 +329,7 @@ class RecordAccumulator:
         self.linger_s = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.max_request_size = max_request_size
+        self._max_record_total = min(buffer_memory, max_request_size)  # one check per record
         self._codec = COMPRESSION_CODECS[compression_type]
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self._max_wait_s = (delivery_timeout_ms + request_timeout_ms) / 1000
@@ -361,17 +364,24 @@ class RecordAccumulator:
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
-        headers_encoded = encode_headers(headers)
-        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
+        headers_encoded = encode_headers(headers) if headers else NO_HEADERS_ENCODED
+        # _payload_size inlined (per-record hot path): key, value, headers with their varints
+        est = len(headers_encoded) + _RECORD_OVERHEAD
+        if key is None:
+            est += 1
+        else:
+            n = len(key)
+            est += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+        if value is None:
+            est += 1
+        else:
+            n = len(value)
+            est += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
         total = est + BATCH_HEADER_SIZE
-        if total > self.max_request_size:
-            raise errors.RecordTooLargeError(
-                f"record of about {total} bytes is larger than max_request_size={self.max_request_size}")
-        if total > self.buffer_memory:
-            raise errors.RecordTooLargeError(
-                f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
+        if total > self._max_record_total:
+            self._raise_too_large(total)
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = _time_ns() // 1_000_000
         with self._mutex:
             if self._closed:
                 raise errors.ClosedError("producer is closed; send() is not possible")
@@ -404,6 +414,13 @@ class RecordAccumulator:
             dq.append(batch)
             self._incomplete[batch] = None
             return first, True
+
+    def _raise_too_large(self, total: int) -> None:
+        if total > self.max_request_size:
+            raise errors.RecordTooLargeError(
+                f"record of about {total} bytes is larger than max_request_size={self.max_request_size}")
+        raise errors.RecordTooLargeError(
+            f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
 
     def _wait_for_memory(self, needed: int, max_block_s: float) -> None:
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread

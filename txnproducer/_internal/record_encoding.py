@@ -32,8 +32,8 @@ from kafka.errors import UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-__all__ = ["BATCH_HEADER_SIZE", "MAX_RECORD_OVERHEAD", "BatchEncoder", "encode_headers",
-           "varint"]
+__all__ = ["BATCH_HEADER_SIZE", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED", "BatchEncoder",
+           "encode_headers", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -75,6 +75,7 @@ def varint(value: int, _table: list[bytes] = _TABLE) -> bytes:
 
 _NULL = _TABLE[0]  # varint(-1): null key/value/header value
 _NO_HEADERS = _TABLE[1]  # varint(0): zero headers
+NO_HEADERS_ENCODED = _NO_HEADERS  # what encode_headers returns for no headers
 
 
 def encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
