@@ -41,6 +41,10 @@ from txnproducer.config import ProducerConfig
 
 __all__ = ["Sender", "produce_error"]
 
+
+def _no_poll(_timeout_s: float) -> None:
+    """Stands in for the network poll where polling is not allowed (inside a poll callback)."""
+
 NONE = 0
 DUPLICATE_SEQUENCE_NUMBER = 46
 # Errors after which the same bytes may be sent again (same producer id/epoch/sequence).
@@ -242,11 +246,20 @@ class Sender(threading.Thread):
 
     # -- transactional requests ---------------------------------------------------------------
 
-    def _maybe_send_transactional_request(self) -> bool:
+    def _maybe_send_transactional_request(self, may_poll: bool = True) -> bool:
+        """Send the transaction manager's next request if it has one; True when this loop
+        iteration is done (a request was sent or must wait, and the network was polled).
+
+        ``may_poll=False`` is the call from a Produce answer's callback, inside the network
+        poll (which must not be re-entered): the request goes out without waiting for the rest of
+        that poll and the next loop iteration; every case that would wait is left to that
+        iteration.
+        """
         tm = self._tm
         net = self._net
+        poll = net.poll if may_poll else _no_poll
         if tm.has_in_flight_request():
-            net.poll(self._max_poll_s)
+            poll(self._max_poll_s)
             return True
         if tm.is_completing() and self._acc.has_incomplete() and tm.is_aborting():
             self._acc.abort_undrained(errors.TransactionAbortedError(
@@ -259,7 +272,7 @@ class Sender(threading.Thread):
             node = net.least_loaded_node()
             if node is None:
                 tm.retry(handler)
-                net.poll(self._idle_poll_s)
+                poll(self._idle_poll_s)
                 return True
         else:
             found = tm.coordinator_node(ctype, handler.coordinator_key)
@@ -274,11 +287,11 @@ class Sender(threading.Thread):
             if ctype is not None:
                 tm.lookup_coordinator(ctype, handler.coordinator_key)
             tm.retry(handler)
-            net.poll(min(delay, self._max_poll_s))
+            poll(min(delay, self._max_poll_s))
             return True
         if net.has_connection(node) and not net.is_ready(node) and net.in_flight_count(node) > 0:
             tm.retry(handler)  # connection saturated by produce requests: wait for answers
-            net.poll(self._max_poll_s)
+            poll(self._max_poll_s)
             return True
         future = net.send(node, handler.request)
         tm.in_flight_started(handler)
@@ -375,6 +388,10 @@ class Sender(threading.Thread):
             else:
                 self._retry_or_fail(batch, code, part.error_message, part.record_errors,
                                     part.log_start_offset)
+        if self._tm.is_completing():
+            # the last batch of a committing/aborting transaction may have just completed: its
+            # EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete)
+            self._maybe_send_transactional_request(may_poll=False)
 
     def _on_produce_failure(self, batches: list[ProducerBatch], exc: BaseException) -> None:
         """The request never got an answer (connection dropped, request timed out)."""
