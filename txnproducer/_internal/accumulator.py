@@ -365,18 +365,7 @@ class RecordAccumulator:
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
         headers_encoded = encode_headers(headers) if headers else NO_HEADERS_ENCODED
-        # _payload_size inlined (per-record hot path): key, value, headers with their varints
-        est = len(headers_encoded) + _RECORD_OVERHEAD
-        if key is None:
-            est += 1
-        else:
-            n = len(key)
-            est += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
-        if value is None:
-            est += 1
-        else:
-            n = len(value)
-            est += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
         if total > self._max_record_total:
             self._raise_too_large(total)

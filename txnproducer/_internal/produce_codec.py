@@ -60,6 +60,7 @@ __all__ = [
     "TopicData",
     "TopicResponse",
     "decode_produce_response",
+    "read_uvarint",
     "response_type",
 ]
 
@@ -577,7 +578,7 @@ def _string_at(data: Any, pos: int, end: int, length: int) -> tuple[str, int]:
 # -- v9+: compact (varint) lengths, tagged fields ----------------------------------------------------
 
 
-def _read_uvarint(data: Any, pos: int) -> tuple[int, int]:
+def read_uvarint(data: Any, pos: int) -> tuple[int, int]:
     """Unsigned varint32 at ``pos`` (IndexError past the end, ValueError when longer than 5 bytes)."""
     value = 0
     shift = 0
@@ -596,11 +597,11 @@ def _skip_tagged_fields(data: Any, pos: int, end: int) -> int:
     """Skip a tagged-field section: every field by its size, whatever its tag."""
     if data[pos] == 0:
         return pos + 1
-    count, pos = _read_uvarint(data, pos)
+    count, pos = read_uvarint(data, pos)
     _check_count(count, pos, end, 2)
     for _ in range(count):
-        _tag, pos = _read_uvarint(data, pos)
-        size, pos = _read_uvarint(data, pos)
+        _tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
         pos += size
         if pos > end:
             raise ValueError(f"tagged field of {size} bytes runs past the end")
@@ -609,7 +610,7 @@ def _skip_tagged_fields(data: Any, pos: int, end: int) -> int:
 
 def _compact_string_at(data: Any, pos: int, end: int) -> tuple[str | None, int]:
     """A nullable compact string (length + 1 as a varint, 0 = null)."""
-    length, pos = _read_uvarint(data, pos)
+    length, pos = read_uvarint(data, pos)
     if length == 0:
         return None, pos
     return _string_at(data, pos, end, length - 1)
@@ -617,7 +618,7 @@ def _compact_string_at(data: Any, pos: int, end: int) -> tuple[str | None, int]:
 
 def _compact_count(data: Any, pos: int, end: int, min_item: int) -> tuple[int, int]:
     """A compact array length (null, encoded 0, reads as empty)."""
-    count, pos = _read_uvarint(data, pos)
+    count, pos = read_uvarint(data, pos)
     if count == 0:
         return 0, pos
     _check_count(count - 1, pos, end, min_item)

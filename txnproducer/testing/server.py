@@ -16,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.produce_codec import read_uvarint
 
 from . import _proto
 from ._dispatch import RequestContext, lookup
@@ -59,20 +60,6 @@ def _read_exact(sock: socket.socket, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def _read_varint(data: memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
-    value = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
-
-
 def parse_request_header(frame: memoryview, flexible: bool) -> tuple[int, int, int, str | None, int]:
     """(api_key, api_version, correlation_id, client_id, body offset) of a request frame."""
     api_key, api_version, correlation_id, client_len = struct.unpack_from(">hhih", frame, 0)
@@ -84,10 +71,10 @@ def parse_request_header(frame: memoryview, flexible: bool) -> tuple[int, int, i
             raise ValueError("truncated client id")
         pos += client_len
     if flexible:
-        count, pos = _read_varint(frame, pos)
+        count, pos = read_uvarint(frame, pos)
         for _ in range(count):
-            _, pos = _read_varint(frame, pos)
-            size, pos = _read_varint(frame, pos)
+            _, pos = read_uvarint(frame, pos)
+            size, pos = read_uvarint(frame, pos)
             pos += size
         if pos > len(frame):
             raise ValueError("truncated tagged fields")
