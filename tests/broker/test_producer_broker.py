@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -152,11 +152,18 @@ def test_offsets_commit_with_the_transaction_only(
         producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "", -1)}, group)
     # EndTxn returns once the coordinator logged PrepareCommit; it writes the markers (here: into
     # __consumer_offsets) afterwards, so the offset becomes readable a moment later
-    deadline = time.monotonic() + 30
-    while (committed := admin.list_group_offsets(group)[group].get(tp)) is None:
-        assert time.monotonic() < deadline, "the committed offset never became visible"
-        time.sleep(0.1)  # polling the broker's own state: there is no event to wait on
-    assert committed.offset == 7
+    _poll_broker("the committed offset to become visible",
+                 lambda: admin.list_group_offsets(group)[group].get(tp) is not None)
+    assert admin.list_group_offsets(group)[group][tp].offset == 7
+
+
+def _poll_broker(what: str, done: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Wait until ``done()`` for state only the real broker knows (group offsets, transaction
+    state): it offers no event to wait on, so this asks again every 0.2 s, bounded."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
+        time.sleep(0.2)
 
 
 def _transaction_state(bootstrap: str, txn_id: str) -> str:
@@ -176,10 +183,8 @@ def test_transaction_timed_out_by_the_coordinator_is_abortable_and_recoverable(
     producer.send(topic, b"too-late", partition=2).get(30)
     # The broker aborts it within transaction_timeout_ms + its cleanup interval (1 s in the
     # fixture): wait for that state on the coordinator itself.
-    deadline = time.monotonic() + 30
-    while _transaction_state(kafka_bootstrap, txn_id) != "CompleteAbort":
-        assert time.monotonic() < deadline, "the broker did not abort the timed-out transaction"
-        time.sleep(0.2)  # polling the broker's own state: there is no event to wait on
+    _poll_broker("the broker to abort the timed-out transaction",
+                 lambda: _transaction_state(kafka_bootstrap, txn_id) == "CompleteAbort")
     producer.send(topic, b"after-timeout", partition=2)
     with pytest.raises(errors.AbortableError):
         producer.commit_transaction()

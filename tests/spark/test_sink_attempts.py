@@ -59,6 +59,13 @@ def _assert_no_open_transaction(cluster: MockCluster) -> None:
         assert log.last_stable_offset == log.high_watermark, "a transaction is still open"
 
 
+def _assert_rows_committed_once_and_settled(cluster: MockCluster, log_dir: Path) -> None:
+    """ROWS are committed exactly once, no transaction is left open, no attempt is left pending."""
+    assert _committed(cluster) == [r.value for r in ROWS]
+    _assert_no_open_transaction(cluster)
+    assert CommitLog(str(log_dir)).pending() == []
+
+
 def test_attempt_that_prepared_but_lost_is_fenced_by_the_commit(
         cluster: MockCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = _writer(cluster, tmp_path)
@@ -70,9 +77,7 @@ def test_attempt_that_prepared_but_lost_is_fenced_by_the_commit(
 
     writer.commit([winner], 0)  # Spark reports one message per partition: the winner's
 
-    assert _committed(cluster) == [r.value for r in ROWS]
-    _assert_no_open_transaction(cluster)
-    assert CommitLog(str(tmp_path)).pending() == []
+    _assert_rows_committed_once_and_settled(cluster, tmp_path)
 
 
 def test_attempt_starting_after_the_commit_opens_no_transaction(
@@ -89,9 +94,7 @@ def test_attempt_starting_after_the_commit_opens_no_transaction(
 
     late = [e for e in cluster.request_log if e.seq >= since and e.api == "InitProducerId"]
     assert late == [], "the late attempt registered a transaction"
-    assert _committed(cluster) == [r.value for r in ROWS]
-    _assert_no_open_transaction(cluster)
-    assert CommitLog(str(tmp_path)).pending() == []
+    _assert_rows_committed_once_and_settled(cluster, tmp_path)
 
 
 def test_attempt_starting_after_an_abort_opens_no_transaction(

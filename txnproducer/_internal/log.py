@@ -13,6 +13,7 @@ and the transaction manager log debug events on every transaction.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -35,6 +36,17 @@ def get_logger(name: str) -> Any:
     ))
 
 
+def _gated(level: int, name: str) -> Callable[..., None]:
+    """A logger method that asks the stdlib logger's level before structlog renders anything."""
+
+    def method(self: _LevelGated, event: str, **fields: Any) -> None:
+        if self._std.isEnabledFor(level):
+            getattr(self._bound, name)(event, **fields)
+
+    method.__name__ = name
+    return method
+
+
 class _LevelGated:
     """A structlog bound logger behind its stdlib logger's level check (``isEnabledFor`` is
     cached by ``logging``, so a disabled event costs one call)."""
@@ -48,22 +60,8 @@ class _LevelGated:
     def bind(self, **fields: Any) -> _LevelGated:
         return _LevelGated(self._std, self._bound.bind(**fields))
 
-    def debug(self, event: str, **fields: Any) -> None:
-        if self._std.isEnabledFor(logging.DEBUG):
-            self._bound.debug(event, **fields)
-
-    def info(self, event: str, **fields: Any) -> None:
-        if self._std.isEnabledFor(logging.INFO):
-            self._bound.info(event, **fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        if self._std.isEnabledFor(logging.WARNING):
-            self._bound.warning(event, **fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        if self._std.isEnabledFor(logging.ERROR):
-            self._bound.error(event, **fields)
-
-    def exception(self, event: str, **fields: Any) -> None:
-        if self._std.isEnabledFor(logging.ERROR):
-            self._bound.exception(event, **fields)
+    debug = _gated(logging.DEBUG, "debug")
+    info = _gated(logging.INFO, "info")
+    warning = _gated(logging.WARNING, "warning")
+    error = _gated(logging.ERROR, "error")
+    exception = _gated(logging.ERROR, "exception")
