@@ -385,25 +385,36 @@ class TransactionalProducer:
             max_block_s = max(0.0, deadline - time.monotonic())
         else:
             max_block_s = self._max_block_s
+        sticky = partition is None and key_bytes is None and self._partitioner is None
         chosen = self._partition(topic, parts, partition, key_bytes)
+        tp = self._partition_in_txn(topic, chosen)
+        future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
+                                        max_block_s, sticky)
+        if future is None:
+            # The sticky partition's batch is full (KIP-480): start the next batch on another
+            # partition instead of a one-record batch here, so keyless records spread over the
+            # topic in whole batches and a request can carry one batch per partition.
+            tp = self._partition_in_txn(topic, self._next_sticky(topic, parts, chosen))
+            future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
+                                            max_block_s)
+            assert future is not None  # without abort_on_new_batch append always queues
+        if wake:
+            self._net.wakeup()
+        return future
+
+    def _partition_in_txn(self, topic: str, partition: int) -> TopicPartition:
+        """The (cached) TopicPartition, added to the open transaction on its first record."""
         tps = self._tps.get(topic)
         if tps is None:
             tps = self._tps[topic] = {}
-        tp = tps.get(chosen)
+        tp = tps.get(partition)
         if tp is None:
-            tp = tps[chosen] = TopicPartition(topic, chosen)
+            tp = tps[partition] = TopicPartition(topic, partition)
         added = self._added
         if tp not in added or self._tm.state is not State.IN_TRANSACTION:
             self._tm.maybe_add_partition(tp)
             added.add(tp)
-        future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
-                                        max_block_s)
-        if wake:
-            self._net.wakeup()
-            if partition is None and key_bytes is None and self._partitioner is None \
-                    and future.batch_full:
-                self._sticky.pop(topic, None)  # batch full: the next keyless record moves on
-        return future
+        return tp
 
     def _serialize(self, serializer: Callable[[Any], Any], data: Any, what: str, topic: str) -> Any:
         if data is None:
@@ -466,10 +477,18 @@ class TransactionalProducer:
             return int(murmur2(bytes(key)) & 0x7FFFFFFF) % len(parts)
         sticky = self._sticky.get(topic)
         if sticky is None or not _known_partition(parts, sticky):
-            available = self._net.available_partitions_for(topic) or parts
-            sticky = random.choice(available)
-            self._sticky[topic] = sticky
+            sticky = self._next_sticky(topic, parts, None)
         return sticky
+
+    def _next_sticky(self, topic: str, parts: list[int], current: int | None) -> int:
+        """A new sticky partition for keyless records: random among the partitions with a
+        leader, other than ``current`` when there is a choice (as the Java client)."""
+        available = self._net.available_partitions_for(topic) or parts
+        if current is not None and len(available) > 1:
+            available = [p for p in available if p != current]
+        chosen = random.choice(available)
+        self._sticky[topic] = chosen
+        return int(chosen)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.

@@ -283,6 +283,33 @@ def test_keyed_records_use_java_compatible_partitioning(
     assert producer.partitions_for("keyed") == [0, 1, 2]
 
 
+@TVS
+def test_keyless_records_fill_one_batch_per_partition_then_move_on(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The sticky partitioner (KIP-480): keyless records stay on one partition until its batch is
+    full, then the next batch starts on another partition. Records spread over the topic and no
+    partition is left with a one-record batch at every switch."""
+    mock_cluster.create_topic("spread", partitions=3)
+    producer = make_producer(batch_size=4096, linger_ms=10_000)  # batches go only when full
+    producer.init_transactions()
+    with producer.transaction():
+        futures = [producer.send("spread", b"v" * 100) for _ in range(400)]
+    partitions = [f.get(5).partition for f in futures]
+    runs: list[list[int]] = []  # consecutive records on one partition
+    for p in partitions:
+        if runs and runs[-1][0] == p:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    # ~110 encoded bytes per record: a 4096-byte batch holds about 36
+    assert len(runs) >= 10 and {len(run) for run in runs[:-1]} <= set(range(30, 38))
+    assert len(set(partitions)) > 1
+    names = ("spread", str(mock_cluster.state.topics["spread"].topic_id))  # v13 names topics by id
+    batches = [b for e in mock_cluster.request_log if e.api == "Produce"
+               for b in e.fields["batches"] if b[0] in names]
+    assert sorted(b[5] for b in batches) == sorted(len(run) for run in runs)  # a run is a batch
+
+
 def test_send_to_a_missing_topic_times_out_within_max_block() -> None:
     with MockCluster(num_brokers=1, auto_create_topics=False) as cluster:
         producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,

@@ -133,13 +133,6 @@ class RecordFuture:
     def done(self) -> bool:
         return self._batch.final_state is not None
 
-    @property
-    def batch_full(self) -> bool:
-        """True when the record's batch takes no more records (the sticky partitioner moves on)."""
-        batch = self._batch
-        builder = batch.builder
-        return batch.full or builder is None or builder.size() >= builder.batch_size
-
     def _outcome(self) -> tuple[RecordMetadata | None, BaseException | None]:
         batch = self._batch
         exc = batch.exception
@@ -357,9 +350,16 @@ class RecordAccumulator:
     # -- application side ---------------------------------------------------------------------
 
     def append(self, tp: TopicPartition, timestamp: int | None, key: bytes | None,
-               value: bytes | None, headers: Headers, max_block_s: float
-               ) -> tuple[RecordFuture, bool]:
+               value: bytes | None, headers: Headers, max_block_s: float,
+               abort_on_new_batch: bool = False) -> tuple[RecordFuture | None, bool]:
         """Add a record; return its future and whether the Sender should be woken now.
+
+        ``abort_on_new_batch`` (the sticky partitioner's record, KIP-480): when the record would
+        not fit into the partition's open batch (or there is none), queue nothing, close that
+        batch (it is sendable at once) and return ``(None, True)``; the caller moves to another
+        partition and appends there. Checked before waiting for memory, so nothing is lost and
+        no time of ``max_block_s`` is used. It judges by the record's size bound, so a batch
+        may close up to a few bytes before it is completely full.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
@@ -374,9 +374,16 @@ class RecordAccumulator:
         with self._mutex:
             if self._closed:
                 raise errors.ClosedError("producer is closed; send() is not possible")
+            dq = self._batches.get(tp)
+            if abort_on_new_batch:
+                last = dq[-1] if dq else None
+                if last is None or last.full or last.builder is None \
+                        or last.builder.size() + est > self.batch_size:
+                    if last is not None:
+                        last.full = True
+                    return None, True
             if self._used + total > self.buffer_memory:
                 self._wait_for_memory(total, max_block_s)
-            dq = self._batches.get(tp)
             if dq is None:
                 dq = self._batches[tp] = collections.deque()
             elif dq:

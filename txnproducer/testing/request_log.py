@@ -22,7 +22,8 @@ class RequestLogEntry:
 
     ``fields`` holds the request fields tests usually care about (transactional_id, producer_id,
     producer_epoch, group_id, committed, partitions=[(topic, p)], and for Produce
-    batches=[(topic, p, producer_id, producer_epoch, base_sequence, record_count, transactional)]).
+    batches=[(topic, p, producer_id, producer_epoch, base_sequence, record_count, transactional)];
+    from Produce v13 on, requests name topics by id, and ``topic`` is the id's string).
     ``error_codes`` are the non-zero error codes of the response; ``injected`` marks a response made by
     ``inject_error``; ``dropped`` a request whose connection was closed instead of answered.
     """
@@ -157,6 +158,7 @@ def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, b
 
     out = []
     for topic in request.topic_data:
+        name = getattr(topic, "name", None) or str(getattr(topic, "topic_id", ""))  # v13: by id
         for part in topic.partition_data:
             data = part.records
             if not data:
@@ -164,7 +166,7 @@ def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, b
             pos = 0
             while pos + HEADER_SIZE <= len(data):
                 (_, length, _, _, _, attrs_, _, _, _, pid, epoch, seq, count) = HEADER.unpack_from(data, pos)
-                out.append((topic.name, part.index, pid, epoch, seq, count, bool(attrs_ & 0x10)))
+                out.append((name, part.index, pid, epoch, seq, count, bool(attrs_ & 0x10)))
                 pos += 12 + length
     return out
 
