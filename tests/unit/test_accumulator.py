@@ -276,6 +276,34 @@ def test_blocked_append_proceeds_when_memory_is_released() -> None:
     assert not thread.is_alive() and result and first.done()
 
 
+def test_appends_that_waited_for_memory_keep_each_others_batches() -> None:
+    """Two threads wait for memory to start the first batch of the same partition: the one that
+    runs second must append to the queue the first created, not replace it."""
+    acc, _, _ = make(buffer_memory=400, batch_size=1024)
+    append(acc, TP0, value=b"x" * 300)  # nearly all of buffer_memory
+    waiting = threading.Semaphore(0)
+    wait_for_memory = acc._wait_for_memory
+
+    def announce_then_wait(needed: int, max_block_s: float) -> None:
+        waiting.release()  # called under the accumulator lock, just before it waits
+        wait_for_memory(needed, max_block_s)
+
+    acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(append(acc, TP1, max_block_s=10)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    assert waiting.acquire(timeout=5) and waiting.acquire(timeout=5)
+    batch = acc.drain(leader, {1})[1][0]  # takes the lock: both threads are waiting by now
+    acc.complete(batch, 0, -1)
+    for thread in threads:
+        thread.join(5)
+    assert len(results) == 2
+    drained = acc.drain(leader, {2})[2]
+    assert sum(b.record_count for b in drained) == 2  # both records are queued
+
+
 def test_expired_and_abort_incomplete() -> None:
     acc, _, clock = make(delivery_timeout_ms=1000)
     future, _ = append(acc)

@@ -384,6 +384,7 @@ class RecordAccumulator:
                     return None, True
             if self._used + total > self.buffer_memory:
                 self._wait_for_memory(total, max_block_s)
+                dq = self._batches.get(tp)  # another thread may have created it meanwhile
             if dq is None:
                 dq = self._batches[tp] = collections.deque()
             elif dq:
