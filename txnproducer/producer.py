@@ -385,16 +385,26 @@ class TransactionalProducer:
             max_block_s = max(0.0, deadline - time.monotonic())
         else:
             max_block_s = self._max_block_s
+        # Keyless records stick to one partition until its batch is full, then the batch that
+        # would start there starts on another partition (KIP-480): records spread over the topic
+        # in whole batches, and a request can carry one full batch per partition.
         sticky = partition is None and key_bytes is None and self._partitioner is None
         chosen = self._partition(topic, parts, partition, key_bytes)
-        tp = self._partition_in_txn(topic, chosen)
+        tp = self._topic_partition(topic, chosen)
+        if tp not in self._added or self._tm.state is not State.IN_TRANSACTION:
+            # tp's first record in this transaction (rare: once per partition)
+            if sticky and not self._acc.has_open_batch(tp):
+                # the record would start a batch here: start it on the next sticky partition
+                # now, so this one is not added to the transaction (TV1: AddPartitionsToTxn
+                # and a marker) for nothing
+                tp = self._topic_partition(topic, self._next_sticky(topic, parts, chosen))
+                sticky = False
+            self._add_to_transaction(tp)
         future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
                                         max_block_s, sticky)
-        if future is None:
-            # The sticky partition's batch is full (KIP-480): start the next batch on another
-            # partition instead of a one-record batch here, so keyless records spread over the
-            # topic in whole batches and a request can carry one batch per partition.
-            tp = self._partition_in_txn(topic, self._next_sticky(topic, parts, chosen))
+        if future is None:  # the sticky partition's batch is full: move on (see above)
+            tp = self._topic_partition(topic, self._next_sticky(topic, parts, chosen))
+            self._add_to_transaction(tp)
             future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
                                             max_block_s)
             assert future is not None  # without abort_on_new_batch append always queues
@@ -402,19 +412,20 @@ class TransactionalProducer:
             self._net.wakeup()
         return future
 
-    def _partition_in_txn(self, topic: str, partition: int) -> TopicPartition:
-        """The (cached) TopicPartition, added to the open transaction on its first record."""
+    def _topic_partition(self, topic: str, partition: int) -> TopicPartition:
+        """One TopicPartition per (topic, partition), reused by every send()."""
         tps = self._tps.get(topic)
         if tps is None:
             tps = self._tps[topic] = {}
         tp = tps.get(partition)
         if tp is None:
             tp = tps[partition] = TopicPartition(topic, partition)
-        added = self._added
-        if tp not in added or self._tm.state is not State.IN_TRANSACTION:
-            self._tm.maybe_add_partition(tp)
-            added.add(tp)
         return tp
+
+    def _add_to_transaction(self, tp: TopicPartition) -> None:
+        """Hand ``tp`` to the TM (idempotent); ``_added`` spares later records the TM's lock."""
+        self._tm.maybe_add_partition(tp)
+        self._added.add(tp)
 
     def _serialize(self, serializer: Callable[[Any], Any], data: Any, what: str, topic: str) -> Any:
         if data is None:

@@ -310,6 +310,24 @@ def test_keyless_records_fill_one_batch_per_partition_then_move_on(
     assert sorted(b[5] for b in batches) == sorted(len(run) for run in runs)  # a run is a batch
 
 
+@pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
+def test_tv1_adds_only_the_partitions_that_get_records(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """A keyless record that starts a transaction moves to the next sticky partition before
+    anything is added: AddPartitionsToTxn names just the partition it lands on."""
+    mock_cluster.create_topic("one-each", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    landed = []
+    for _ in range(5):
+        with producer.transaction():
+            future = producer.send("one-each", b"v")
+        landed.append(future.get(5).partition)
+    adds = [e.fields["partitions"] for e in mock_cluster.request_log
+            if e.api == "AddPartitionsToTxn" and not e.error_codes]
+    assert adds == [[("one-each", p)] for p in landed]
+
+
 def test_send_to_a_missing_topic_times_out_within_max_block() -> None:
     with MockCluster(num_brokers=1, auto_create_topics=False) as cluster:
         producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,

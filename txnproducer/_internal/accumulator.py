@@ -412,6 +412,13 @@ class RecordAccumulator:
             self._incomplete[batch] = None
             return first, True
 
+    def has_open_batch(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` has a batch that still takes records."""
+        with self._mutex:
+            dq = self._batches.get(tp)
+            last = dq[-1] if dq else None
+            return last is not None and last.builder is not None and not last.full
+
     def _raise_too_large(self, total: int) -> None:
         if total > self.max_request_size:
             raise errors.RecordTooLargeError(
