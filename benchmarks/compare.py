@@ -51,8 +51,10 @@ OURS = "txnproducer"
 METRICS: list[tuple[str, str, str, bool]] = [
     ("S1", "records_per_s", "S1 1,000 rec/txn: records/s", True),
     ("S1", "peak_rss_mib", "S1 peak RSS (MiB)", False),
+    ("S1", "cpu_us_per_record", "S1 CPU per record (us, all client threads)", False),
     ("S2", "transactions_per_s", "S2 1 rec/txn: transactions/s", True),
     ("S2", "commit_p50", "S2 commit latency p50 (ms)", False),
+    ("S2", "cpu_us_per_transaction", "S2 CPU per transaction (us, all client threads)", False),
     ("S3", "commit_p50", "S3 10 rec/txn: commit p50 (ms)", False),
     ("S3", "commit_p95", "S3 commit p95 (ms)", False),
     ("S3", "commit_p99", "S3 commit p99 (ms)", False),
@@ -196,7 +198,7 @@ def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[st
             ratios.append("-" if r is None else f"{r:.2f}x")
         lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     lines.append("")
-    lines.append("Ratios are 'times better': throughput ours/theirs, latency and RSS theirs/ours.")
+    lines.append("Ratios are 'times better': throughput ours/theirs, latency, RSS and CPU theirs/ours.")
     return "\n".join(lines)
 
 

@@ -134,6 +134,12 @@ class PerfResult:
     init_s: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # CPU seconds while the records were sent: every thread of the process (the client's own
+    # network threads too, C ones included), and the thread that called send()/commit(). Why:
+    # on a shared machine wall-clock throughput varies a lot between runs, CPU per record much
+    # less, and the split shows which thread a change made cheaper.
+    cpu_s: float = 0.0
+    app_cpu_s: float = 0.0
 
     @property
     def records_per_s(self) -> float:
@@ -147,11 +153,22 @@ class PerfResult:
     def transactions_per_s(self) -> float:
         return self.transactions / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
+    @property
+    def cpu_us_per_record(self) -> float:
+        return self.cpu_s / self.records * 1e6 if self.records else 0.0
+
+    @property
+    def cpu_us_per_transaction(self) -> float:
+        return self.cpu_s / self.transactions * 1e6 if self.transactions else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if k != "commit_latencies_ms"}
         out["records_per_s"] = self.records_per_s
         out["mb_per_s"] = self.mb_per_s
         out["transactions_per_s"] = self.transactions_per_s
+        out["cpu_us_per_record"] = self.cpu_us_per_record
+        out["cpu_us_per_transaction"] = self.cpu_us_per_transaction
+        out["app_cpu_us_per_record"] = self.app_cpu_s / self.records * 1e6 if self.records else 0.0
         # JSON has no NaN: an empty summary (no transactions) becomes null
         out["commit_latency_ms"] = {k: (None if math.isnan(v) else v)
                                     for k, v in latency_summary(self.commit_latencies_ms).items()}
@@ -170,6 +187,9 @@ class PerfResult:
             f"{self.transactions_per_s:,.1f} transactions/s; commit latency ms "
             f"p50 {lat['p50']:.2f} p95 {lat['p95']:.2f} p99 {lat['p99']:.2f} max {lat['max']:.2f}; "
             f"peak RSS {self.peak_rss_bytes / (1024 * 1024):.1f} MiB{batching}"
+            + (f"; CPU {self.cpu_us_per_record:.1f} us/record "
+               f"({self.app_cpu_s / self.records * 1e6:.1f} in the sending thread)"
+               if self.records and self.cpu_s else "")
         )
 
 
@@ -235,6 +255,7 @@ def run_workload(
     latencies: list[float] = []
     sent = 0
     transactions = 0
+    cpu_start, app_cpu_start = time.process_time(), time.thread_time()
     start = time.monotonic()
     deadline = start + max_seconds if max_seconds is not None else math.inf
     duration_s = txn_duration_ms / 1000 if txn_duration_ms is not None else math.inf
@@ -263,6 +284,7 @@ def run_workload(
         if now >= deadline:
             break
     elapsed = monotonic() - start
+    cpu_s, app_cpu_s = time.process_time() - cpu_start, time.thread_time() - app_cpu_start
     bar.finish()
     return PerfResult(
         client=client.name,
@@ -274,6 +296,8 @@ def run_workload(
         peak_rss_bytes=peak_rss_bytes(),
         init_s=init_s,
         config=dict(config or {}),
+        cpu_s=cpu_s,
+        app_cpu_s=app_cpu_s,
     )
 
 

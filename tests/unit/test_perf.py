@@ -170,6 +170,26 @@ def test_max_seconds_stops_at_a_transaction_boundary(clock: FakeClock) -> None:
     assert client.calls[-1] == "commit"
 
 
+def test_cpu_is_measured_for_the_process_and_the_sending_thread(
+        clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu = {"process": 50.0, "thread": 20.0}
+    monkeypatch.setattr(perf.time, "process_time", lambda: cpu["process"])
+    monkeypatch.setattr(perf.time, "thread_time", lambda: cpu["thread"])
+
+    class CpuClient(FakeClient):
+        def send(self, topic: str, value: bytes) -> None:
+            super().send(topic, value)
+            cpu["thread"] += 3e-6  # the sending thread
+            cpu["process"] += 5e-6  # ... plus 2 us in the client's network thread
+
+    result = perf.run_workload(CpuClient(clock), "t", num_records=10, record_size=1, records_per_txn=5)
+    data = result.to_dict()
+    assert data["cpu_us_per_record"] == pytest.approx(5.0)
+    assert data["app_cpu_us_per_record"] == pytest.approx(3.0)
+    assert data["cpu_us_per_transaction"] == pytest.approx(25.0)
+    assert "CPU 5.0 us/record (3.0 in the sending thread)" in result.summary()
+
+
 def test_exactly_one_way_to_end_a_transaction() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         perf.run_workload(FakeClient(FakeClock()), "t", 1, 1, records_per_txn=None, txn_duration_ms=None)
@@ -191,7 +211,8 @@ def test_json_result_has_the_documented_keys_and_no_nan() -> None:
     assert data["commit_latency_ms"] == {"count": 0.0, "mean": None, "p50": None, "p95": None, "p99": None,
                                          "max": None}
     assert {"records_per_s", "mb_per_s", "transactions_per_s", "peak_rss_mib", "records", "transactions",
-            "elapsed_s", "init_s", "config"} <= set(data)
+            "elapsed_s", "init_s", "config", "cpu_us_per_record", "cpu_us_per_transaction",
+            "app_cpu_us_per_record"} <= set(data)
     assert data["peak_rss_mib"] == 1.0
 
 
