@@ -4,7 +4,8 @@ The same behaviour the MockCluster tests assert (tests/mock/test_producer_txn.py
 test_producer_faults.py), checked against the reference implementation: committed records are
 visible once and in order, aborted ones never, a second instance fences the first, offsets commit
 with the transaction only, the epoch rises by one per transaction under TV2, and a transaction the
-coordinator timed out is reported as abortable (TV2) and the producer recovers.
+coordinator timed out is reported as abortable (TV2) and the producer recovers; keyless records
+spread over the partitions in whole batches.
 """
 
 from __future__ import annotations
@@ -94,6 +95,32 @@ def test_commit_is_visible_once_in_order_and_abort_never(
             producer.send(topic, b"aborted-%d-%d" % (txn, i), partition=i % 3)
         producer.flush()
         producer.abort_transaction()
+    assert read_committed(kafka_bootstrap, topic) == expected
+
+
+def test_keyless_records_fill_a_batch_per_partition_then_move_on(
+        kafka_bootstrap: str, topic: str, make_producer: Any) -> None:
+    """The sticky partitioner (KIP-480) on a real broker: keyless records go to one partition
+    until its batch is full, then on to another; every record is committed once, in order."""
+    producer = make_producer(_fresh("tx-sticky"), batch_size=4096, linger_ms=10_000)
+    producer.init_transactions()
+    values = [b"%04d" % i + b"v" * 96 for i in range(400)]
+    with producer.transaction():
+        futures = [producer.send(topic, value) for value in values]
+    metadata = [f.get(30) for f in futures]
+    runs: list[list[Any]] = []  # consecutive records on one partition
+    for m in metadata:
+        if runs and runs[-1][0].partition == m.partition:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    # ~110 encoded bytes per record: a 4096-byte batch holds about 36
+    assert len(runs) >= 10 and {len(run) for run in runs[:-1]} <= set(range(30, 38))
+    for run in runs:  # a run is one batch: the broker gave it consecutive offsets
+        assert [m.offset for m in run] == list(range(run[0].offset, run[0].offset + len(run)))
+    expected: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
+    for value, m in zip(values, metadata, strict=True):
+        expected[m.partition].append(value)
     assert read_committed(kafka_bootstrap, topic) == expected
 
 
