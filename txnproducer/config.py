@@ -145,6 +145,11 @@ def _to_compression(value: Any) -> str:
     raise _fail("compression_type", "one of " + ", ".join(repr(c) for c in COMPRESSION_TYPES), value)
 
 
+def _gzip_level(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 9):
+        raise _fail(attr.name, "an int from 1 to 9, or -1 for the codec's default (6)", value)
+
+
 def _to_upper(value: Any) -> Any:
     return value.upper() if isinstance(value, str) else value
 
@@ -237,6 +242,7 @@ class ProducerConfig:
     ``buffer_memory``                          ``33554432``        bytes of records waiting to be sent
     ``max_request_size``                       ``1048576``         largest produce request / record
     ``compression_type``                       ``none``            none, gzip, snappy, lz4, zstd
+    ``compression_gzip_level``                 ``-1``              1..9, -1: zlib's default (6)
     ``retry_backoff_ms``                       ``100``             first wait before retrying a request
     ``retry_backoff_max_ms``                   ``1000``            cap of the exponential retry backoff
     ``transaction_retry_backoff_ms``           ``20``              retry wait after CONCURRENT_TRANSACTIONS
@@ -369,6 +375,14 @@ class ProducerConfig:
         metadata=_doc(
             "Batch compression: none, gzip, snappy, lz4 or zstd (the codec's Python "
             "package must be installed)."
+        ),
+    )
+    compression_gzip_level: int = attrs.field(
+        default=-1,
+        validator=_gzip_level,
+        metadata=_doc(
+            "gzip level 1-9, or -1 for zlib's default (6), as the Java client (KIP-390); "
+            "9 compresses a little better for about half as much CPU again."
         ),
     )
 

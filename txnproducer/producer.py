@@ -99,6 +99,7 @@ class TransactionalProducer:
             buffer_memory=config.buffer_memory,
             max_request_size=config.max_request_size,
             compression_type=config.compression_type,
+            compression_gzip_level=config.compression_gzip_level,
             delivery_timeout_ms=config.delivery_timeout_ms,
             request_timeout_ms=config.request_timeout_ms,
             retry_backoff_ms=config.retry_backoff_ms,

@@ -332,3 +332,14 @@ def test_every_error_class_is_exported_and_in_the_readme_errors_table() -> None:
     for name in txnproducer.errors.__all__:
         assert getattr(txnproducer, name) is getattr(txnproducer.errors, name)
         assert f"`{name}`" in section, name
+
+
+def test_gzip_level_takes_java_names_and_rejects_levels_zlib_has_not() -> None:
+    config = ProducerConfig.from_mapping({"transactional.id": "t", "bootstrap.servers": "h:9092",
+                                          "compression.type": "gzip", "compression.gzip.level": "9"})
+    assert config.compression_gzip_level == 9
+    assert ProducerConfig(transactional_id="t").compression_gzip_level == -1  # zlib's default
+    for bad in (0, 10, -2, True, "6"):
+        with pytest.raises(ConfigError, match="compression_gzip_level must be an int from 1 to 9"):
+            ProducerConfig(transactional_id="t", compression_gzip_level=bad)
+

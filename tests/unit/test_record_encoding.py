@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from txnproducer._internal.record_encoding import (
+    BATCH_HEADER_SIZE,
     BatchEncoder,
     encode_headers,
     varint,
@@ -37,7 +38,7 @@ _CODECS = [0, 1] + [c for c, ok in ((2, codecs.has_snappy()), (3, codecs.has_lz4
 def _both(codec: int, records: list[tuple[int, bytes | None, bytes | None,
                                           list[tuple[str, bytes | None]]]],
           state: tuple[int, int, int, bool], batch_size: int) -> tuple[bytes, bytes, int]:
-    ours = BatchEncoder(codec, True, batch_size)
+    ours = BatchEncoder(codec, True, batch_size, gzip_level=9)  # kafka-python's gzip level
     theirs = DefaultRecordBatchBuilder(2, codec, True, -1, -1, -1, batch_size)
     taken = 0
     for offset, (ts, key, value, headers) in enumerate(records):
@@ -95,6 +96,26 @@ def test_compressible_gzip_batch_is_actually_compressed() -> None:
     assert batch.compression_type == 1 and batch.is_transactional
     assert batch.producer_id == 7 and batch.base_sequence == 0
     assert [r.value for r in batch] == [b"a" * 500] * 50
+
+
+def test_gzip_level_is_the_configured_one_and_defaults_to_zlibs() -> None:
+    """-1 means zlib's default level (6), as the Java client; kafka-python would use 9."""
+    records = [(1_700_000_000_000 + i, None, b"event-%d " % i * 20, []) for i in range(60)]
+
+    def build(level: int) -> bytes:
+        encoder = BatchEncoder(1, True, 1 << 20, gzip_level=level)
+        for ts, key, value, headers in records:
+            encoder.append(ts, key, value, encode_headers(headers))
+        encoder.set_producer_state(7, 1, 0, True)
+        return bytes(encoder.build())
+
+    batches = {level: build(level) for level in (-1, 1, 9)}
+    # byte 8 of a gzip header (XFL) tells the effort: 2 = level 9, 4 = level 1, 0 = anything else
+    assert {level: b[BATCH_HEADER_SIZE + 8] for level, b in batches.items()} == {-1: 0, 1: 4, 9: 2}
+    for data in batches.values():
+        batch = DefaultRecordBatch(data)
+        assert batch.validate_crc() and batch.compression_type == 1
+        assert [r.value for r in batch] == [value for _, _, value, _ in records]
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))

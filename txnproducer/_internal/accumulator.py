@@ -309,6 +309,7 @@ class RecordAccumulator:
         buffer_memory: int = 33554432,
         max_request_size: int = 1048576,
         compression_type: str = "none",
+        compression_gzip_level: int = -1,
         delivery_timeout_ms: int = 120000,
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
@@ -324,6 +325,7 @@ class RecordAccumulator:
         self.max_request_size = max_request_size
         self._max_record_total = min(buffer_memory, max_request_size)  # one check per record
         self._codec = COMPRESSION_CODECS[compression_type]
+        self._gzip_level = compression_gzip_level
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self._max_wait_s = (delivery_timeout_ms + request_timeout_ms) / 1000
         self._retry_backoff_s = retry_backoff_ms / 1000
@@ -402,7 +404,8 @@ class RecordAccumulator:
                                               -1 if value is None else len(value))
                         return future, open_builder.size() >= self.batch_size
                     last.full = True
-            builder = BatchEncoder(self._codec, True, max(self.batch_size, total))
+            builder = BatchEncoder(self._codec, True, max(self.batch_size, total),
+                                   gzip_level=self._gzip_level)
             batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
             first = batch.try_append(timestamp, key, value, headers_encoded)
             assert first is not None  # the first record always fits

