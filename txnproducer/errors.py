@@ -87,7 +87,9 @@ class InvalidRecordError(ConfigError):
 
 
 class RecordTooLargeError(TxnProducerError, ValueError):
-    """A record is larger than ``max_request_size`` or ``buffer_memory``; it was not sent."""
+    """A record is larger than ``max_request_size`` or ``buffer_memory`` (raised by ``send()``;
+    nothing was sent), or alone larger than the topic's ``max.message.bytes`` (the error of the
+    record's future; the broker answered MESSAGE_TOO_LARGE and the transaction must abort)."""
 
     error_code = 10
 

@@ -5,7 +5,7 @@ test_producer_faults.py), checked against the reference implementation: committe
 visible once and in order, aborted ones never, a second instance fences the first, offsets commit
 with the transaction only, the epoch rises by one per transaction under TV2, and a transaction the
 coordinator timed out is reported as abortable (TV2) and the producer recovers; keyless records
-spread over the partitions in whole batches.
+spread over the partitions in whole batches; a batch the topic refuses as too large is split.
 """
 
 from __future__ import annotations
@@ -122,6 +122,24 @@ def test_keyless_records_fill_a_batch_per_partition_then_move_on(
     for value, m in zip(values, metadata, strict=True):
         expected[m.partition].append(value)
     assert read_committed(kafka_bootstrap, topic) == expected
+
+
+def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_order(
+        kafka_bootstrap: str, admin: KafkaAdminClient, make_producer: Any) -> None:
+    """MESSAGE_TOO_LARGE from a real broker: the producer sends the batch in halves."""
+    topic = _fresh("txn-small")
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1,
+                                  topic_configs={"max.message.bytes": "2000"})])
+    producer = make_producer(_fresh("tx-split"))  # default batch_size: 16384
+    producer.init_transactions()
+    values = [b"%05d" % i + b"v" * 95 for i in range(600)]
+    with producer.transaction():
+        futures = [producer.send(topic, value, partition=i % 3) for i, value in enumerate(values)]
+    metadata = [f.get(30) for f in futures]
+    for partition in range(3):
+        offsets = [m.offset for m in metadata if m.partition == partition]
+        assert offsets == list(range(offsets[0], offsets[0] + 200))
+    assert read_committed(kafka_bootstrap, topic) == {p: values[p::3] for p in range(3)}
 
 
 def test_tv2_epoch_rises_by_one_per_transaction(topic: str, make_producer: Any) -> None:

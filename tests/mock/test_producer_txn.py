@@ -328,6 +328,42 @@ def test_tv1_adds_only_the_partitions_that_get_records(
     assert adds == [[("one-each", p)] for p in landed]
 
 
+@TVS
+def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_order(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """MESSAGE_TOO_LARGE (a batch above the topic's max.message.bytes): the producer halves the
+    batch, keeping its sequences, until the broker takes it; nothing is lost or duplicated."""
+    mock_cluster.create_topic("small", partitions=2, max_message_bytes=2000)
+    producer = make_producer()  # batch_size 16384: a full batch is 8x what the topic takes
+    producer.init_transactions()
+    values = [b"%05d" % i + b"v" * 95 for i in range(300)]
+    with producer.transaction():
+        futures = [producer.send("small", value, partition=i % 2) for i, value in enumerate(values)]
+    metadata = [f.get(5) for f in futures]
+    for partition in (0, 1):
+        assert committed_values(mock_cluster, "small", partition) == values[partition::2]
+        offsets = [m.offset for m in metadata if m.partition == partition]
+        assert offsets == list(range(offsets[0], offsets[0] + 150))
+    assert any(10 in e.error_codes for e in mock_cluster.request_log if e.api == "Produce")
+
+
+def test_a_record_larger_than_the_topic_takes_fails_and_the_transaction_aborts(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("tiny", partitions=1, max_message_bytes=500)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    future = producer.send("tiny", b"x" * 1000)
+    with pytest.raises(errors.RecordTooLargeError, match="error code 10"):
+        future.get(5)
+    with pytest.raises(errors.AbortableError):
+        producer.commit_transaction()
+    producer.abort_transaction()
+    with producer.transaction():
+        producer.send("tiny", b"fits")
+    assert committed_values(mock_cluster, "tiny", 0) == [b"fits"]
+
+
 def test_send_to_a_missing_topic_times_out_within_max_block() -> None:
     with MockCluster(num_brokers=1, auto_create_topics=False) as cluster:
         producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,

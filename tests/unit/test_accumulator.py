@@ -30,11 +30,15 @@ class FakeTM:
 
     def __init__(self) -> None:
         self.allowed: set[TopicPartition] = {TP0, TP1}
+        self.broker_state: set[TopicPartition] = {TP0, TP1}
         self.sequences: dict[TopicPartition, int] = {}
         self.producer_id_and_epoch = PidEpoch(1000, 3)
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
         return tp in self.allowed
+
+    def has_broker_state(self, tp: TopicPartition) -> bool:
+        return tp in self.broker_state
 
     def sequence_number(self, tp: TopicPartition) -> int:
         return self.sequences.get(tp, 0)
@@ -178,6 +182,63 @@ def test_at_most_max_in_flight_batches_per_partition() -> None:
     acc.complete(first[0], 0, -1)
     third = acc.drain(leader, {1})[1][0]
     assert third.base_sequence == 2
+
+
+def test_one_batch_in_flight_until_the_broker_has_state_for_the_producer() -> None:
+    """The broker takes any sequence as a new producer's first batch: pipelining before one
+    batch is acknowledged could let a later batch be written first."""
+    acc, tm, clock = make(batch_size=100)
+    tm.broker_state = set()
+    for _ in range(3):
+        append(acc, value=b"x" * 90)
+    clock.now += 1
+    first = acc.drain(leader, {1})[1][0]
+    assert acc.drain(leader, {1}) == {}  # the second waits for the first's answer
+    tm.broker_state.add(TP0)  # the TM records it when the first batch completes
+    acc.complete(first, 0, -1)
+    assert acc.drain(leader, {1})[1][0].base_sequence == 1
+    assert acc.drain(leader, {1})[1][0].base_sequence == 2  # now pipelined
+
+
+def test_split_halves_keep_the_sequence_range_and_resolve_the_original_futures() -> None:
+    acc, _, clock = make(batch_size=1 << 20, compression_type="gzip")
+    values = [b"value-%d-" % i + b"a" * 200 for i in range(5)]  # compressible
+    futures = [append(acc, value=value)[0] for value in values]
+    clock.now += 1
+    big = acc.drain(leader, {1})[1][0]
+    after, _ = append(acc, TP0, value=b"later")  # a later batch of the same partition
+    later = acc.drain(leader, {1}, now=clock.now + 1)[1][0]  # sent too (linger passed)
+    used = acc.used_memory
+    first, second = acc.split_and_reenqueue(big)
+    assert acc.used_memory == used  # the halves took over the reservation
+    assert [(p.base_sequence, p.record_count) for p in (first, second, later)] == [(0, 2), (2, 3), (5, 1)]
+    assert all(p.producer_id == 1000 and p.producer_epoch == 3 for p in (first, second))
+    halves = [[r.value for r in DefaultRecordBatch(bytes(p.buffer))] for p in (first, second)]
+    assert halves == [values[:2], values[2:]]
+    assert {DefaultRecordBatch(bytes(p.buffer)).compression_type for p in (first, second)} == {1}
+    # the halves go first, in order, each when it is the lowest outstanding sequence
+    assert acc.drain(leader, {1})[1] == [first]
+    assert acc.drain(leader, {1}) == {}
+    acc.complete(first, 100, -1)
+    assert not futures[0].done()  # done only when every half is
+    assert acc.drain(leader, {1})[1] == [second]
+    acc.complete(second, 200, -1)
+    assert [f.get(0).offset for f in futures] == [100, 101, 200, 201, 202]
+    acc.complete(later, 203, -1)
+    assert after.get(0).offset == 203 and acc.used_memory == 0
+
+
+def test_split_half_failing_fails_its_own_records_only() -> None:
+    acc, _, clock = make(batch_size=1 << 20)
+    futures = [append(acc, value=b"v%d" % i)[0] for i in range(4)]
+    clock.now += 1
+    first, second = acc.split_and_reenqueue(acc.drain(leader, {1})[1][0])
+    acc.complete(first, 10, -1)
+    acc.fail(second, errors.RecordTooLargeError("still too large"))
+    assert [f.get(0).offset for f in futures[:2]] == [10, 11]
+    for future in futures[2:]:
+        with pytest.raises(errors.RecordTooLargeError):
+            future.get(0)
 
 
 def test_retry_goes_back_to_the_front_keeps_its_bytes_and_waits_for_lower_sequences() -> None:

@@ -29,6 +29,7 @@ from time import time_ns as _time_ns
 from typing import Any, Protocol
 
 import attrs
+from kafka.record.default_records import DefaultRecordBatch
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
@@ -40,6 +41,7 @@ from txnproducer._internal.record_encoding import (
     BatchEncoder,
     encode_headers,
 )
+from txnproducer._internal.txn_sequences import add_sequence
 
 __all__ = [
     "BATCH_HEADER_SIZE",
@@ -89,6 +91,7 @@ class TransactionGate(Protocol):
     """The part of the TransactionManager the accumulator needs (contracts.md section B)."""
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool: ...
+    def has_broker_state(self, tp: TopicPartition) -> bool: ...
     def sequence_number(self, tp: TopicPartition) -> int: ...
     def increment_sequence(self, tp: TopicPartition, increment: int) -> None: ...
     @property
@@ -134,15 +137,20 @@ class RecordFuture:
         return self._batch.final_state is not None
 
     def _outcome(self) -> tuple[RecordMetadata | None, BaseException | None]:
-        batch = self._batch
+        batch, index = self._batch, self._index
+        while batch.split_into is not None:  # split after MESSAGE_TOO_LARGE: the record's part
+            for first, part in reversed(batch.split_into):
+                if index >= first:
+                    batch, index = part, index - first
+                    break
         exc = batch.exception
         if exc is not None:
-            record_exc = batch.record_errors.get(self._index) if batch.record_errors else None
+            record_exc = batch.record_errors.get(index) if batch.record_errors else None
             return None, record_exc or exc
         timestamp = self._timestamp
         if batch.log_append_time is not None and batch.log_append_time >= 0:
             timestamp = batch.log_append_time
-        offset = batch.base_offset + self._index if batch.base_offset >= 0 else -1
+        offset = batch.base_offset + index if batch.base_offset >= 0 else -1
         return (RecordMetadata(batch.tp.topic, batch.tp.partition, offset, timestamp,
                                self._key_size, self._value_size), None)
 
@@ -206,8 +214,8 @@ class ProducerBatch:
     __slots__ = (
         "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
         "created", "done_event", "drained_at", "exception", "final_state", "full", "in_flight",
-        "log_append_time", "max_wait_s", "producer_epoch", "producer_id", "record_count",
-        "record_errors", "reserved", "retry_at", "tp",
+        "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
+        "producer_id", "record_count", "record_errors", "reserved", "retry_at", "split_into", "tp",
     )
 
     def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
@@ -234,6 +242,11 @@ class ProducerBatch:
         self.callback_futures: list[RecordFuture] = []
         self.done_event = threading.Event()
         self.max_wait_s = max_wait_s
+        # After a split (MESSAGE_TOO_LARGE): (index of its first record, part) for each part; the
+        # batch completes, for its futures, once every part is final.
+        self.split_into: list[tuple[int, ProducerBatch]] | None = None
+        self.parts_pending = 0
+        self.parent: ProducerBatch | None = None
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.tp.topic}-{self.tp.partition}, records={self.record_count}, "
@@ -291,10 +304,30 @@ class ProducerBatch:
             self.final_state = "succeeded" if exception is None else "failed"
             futures = self.callback_futures
             self.callback_futures = []
+        self._completed(futures)
+        return True
+
+    def _part_finished(self) -> None:
+        """A part of this split batch is final; the last one completes this batch's futures."""
+        assert self.split_into is not None
+        with _CALLBACK_LOCK:
+            self.parts_pending -= 1
+            if self.parts_pending > 0 or self.final_state is not None:
+                return
+            failed = [part.exception for _, part in self.split_into if part.exception is not None]
+            self.exception = failed[0] if failed else None  # the records' own outcomes: their parts
+            self.final_state = "succeeded" if not failed else "failed"
+            futures = self.callback_futures
+            self.callback_futures = []
+        self._completed(futures)
+
+    def _completed(self, futures: list[RecordFuture]) -> None:
+        # outside the lock: wake waiters, run callbacks, tell a split batch that a part is done
         self.done_event.set()
         for future in futures:
             future._run_callbacks()
-        return True
+        if self.parent is not None:
+            self.parent._part_finished()
 
 
 class RecordAccumulator:
@@ -495,6 +528,12 @@ class RecordAccumulator:
             return bool(outstanding) and outstanding[0] is first  # type: ignore[index]
         if outstanding and len(outstanding) >= self.max_in_flight:
             return False
+        if outstanding and not self._tm.has_broker_state(tp):
+            # The broker takes any sequence as the first batch of a producer id it knows nothing
+            # of. Were that batch refused (too large, not the leader) while a later one is in
+            # flight, the later one would be written first and the earlier could never follow.
+            # So one batch at a time until the broker has acknowledged one on this partition.
+            return False
         return self._tm.is_send_to_partition_allowed(tp)
 
     def ready(self, leader_for: Callable[[TopicPartition], int | None], now: float | None = None,
@@ -593,14 +632,65 @@ class RecordAccumulator:
         with self._mutex:
             batch.in_flight = False
             batch.retry_at = now + self._backoff(batch.attempts)
-            dq = self._batches.setdefault(batch.tp, collections.deque())
-            index = 0
-            for index, queued in enumerate(dq):  # noqa: B007 - index is used after the loop
-                if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
-                    break
-            else:
-                index = len(dq)
-            dq.insert(index, batch)
+            self._insert_in_sequence_order(batch)
+
+    def _insert_in_sequence_order(self, batch: ProducerBatch) -> None:
+        # caller holds the lock; batches with sequences come first, in sequence order
+        dq = self._batches.setdefault(batch.tp, collections.deque())
+        index = 0
+        for index, queued in enumerate(dq):  # noqa: B007 - index is used after the loop
+            if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
+                break
+        else:
+            index = len(dq)
+        dq.insert(index, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """Replace a batch the broker refused as too large (MESSAGE_TOO_LARGE) by two halves.
+
+        The halves keep the batch's producer id, epoch and sequence range (consecutive base
+        sequences), so later batches of the partition stay valid: the broker wrote nothing of
+        the refused one. They go to the front of the queue, take over its memory reservation and
+        creation time (delivery timeout), and its record futures resolve from them. A half that
+        is refused again is halved again; a single record that is too large fails (the Java
+        client's Sender.completeBatch and ProducerBatch.split, halving instead of splitting to
+        ``batch_size``, which may be the limit that failed).
+        """
+        assert batch.buffer is not None and batch.base_sequence >= 0 and batch.record_count > 1
+        records = [(r.timestamp, r.key, r.value, encode_headers([(k, v) for k, v in r.headers]))
+                   for r in DefaultRecordBatch(bytes(batch.buffer))]
+        middle = len(records) // 2
+        parts: list[ProducerBatch] = []
+        sequence = batch.base_sequence
+        for chunk in (records[:middle], records[middle:]):
+            builder = BatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
+            for timestamp, key, value, headers_encoded in chunk:
+                builder.append(timestamp, key, value, headers_encoded)
+            part = ProducerBatch(batch.tp, builder, batch.created, batch.max_wait_s)
+            part.record_count = len(chunk)
+            part.close(batch.producer_id, batch.producer_epoch, sequence)
+            part.parent = batch
+            sequence = add_sequence(sequence, len(chunk))
+            parts.append(part)
+        with self._mutex:
+            batch.in_flight = False
+            parts[0].reserved = batch.reserved * middle // len(records)
+            parts[1].reserved = batch.reserved - parts[0].reserved
+            batch.reserved = 0
+            outstanding = self._outstanding.get(batch.tp)
+            if outstanding and batch in outstanding:
+                at = outstanding.index(batch)
+                outstanding[at:at + 1] = parts
+            if batch in self._incomplete:  # keep creation order: expiry scans oldest first
+                order = list(self._incomplete)
+                at = order.index(batch)
+                order[at:at + 1] = parts
+                self._incomplete = dict.fromkeys(order)
+            for part in parts:
+                self._insert_in_sequence_order(part)
+            batch.split_into = [(0, parts[0]), (middle, parts[1])]
+            batch.parts_pending = len(parts)
+        return parts
 
     def _finalize(self, batch: ProducerBatch) -> None:
         # caller holds the lock

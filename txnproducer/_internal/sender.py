@@ -46,6 +46,7 @@ def _no_poll(_timeout_s: float) -> None:
     """Stands in for the network poll where polling is not allowed (inside a poll callback)."""
 
 NONE = 0
+MESSAGE_TOO_LARGE = 10
 DUPLICATE_SEQUENCE_NUMBER = 46
 # Errors after which the same bytes may be sent again (same producer id/epoch/sequence).
 _RETRIABLE = frozenset({
@@ -422,6 +423,14 @@ class Sender(threading.Thread):
             retry = code in _RETRIABLE or bool(tm.can_retry(
                 batch.tp, code, batch.producer_epoch, batch.base_sequence,
                 log_start_offset=log_start_offset))
+        if code == MESSAGE_TOO_LARGE and batch.record_count > 1 and same_producer and within_time \
+                and not tm.has_fatal_error():
+            # larger than the topic's max.message.bytes: send it in halves (sequences kept)
+            parts = self._acc.split_and_reenqueue(batch)
+            tm.handle_split_batch(batch.tp, batch.base_sequence, [p.record_count for p in parts])
+            self._event("info", "txn.batch_split", topic=batch.tp.topic, partition=batch.tp.partition,
+                        records=batch.record_count, base_sequence=batch.base_sequence)
+            return
         if retry:
             if code in _STALE_METADATA:
                 self._net.request_metadata_update()

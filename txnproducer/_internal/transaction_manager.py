@@ -129,6 +129,9 @@ class TransactionManager:
         self._epoch_bump_required = False
         self._pending_call: tuple[TransactionalRequestResult, State, str] | None = None
         self._sequences = SequenceBook()
+        # partitions where the broker acknowledged a batch of this producer id (any epoch)
+        self._broker_state: set[TopicPartition] = set()
+        self._broker_state_pid = -1
         # two-phase commit: the (producer id, epoch) the prepared transaction ran under - our own
         # from prepare_transaction(), or the one init_transactions(keep_prepared_txn=True) found
         self._prepared: ProducerIdAndEpoch | None = None
@@ -628,6 +631,21 @@ class TransactionManager:
         with self._lock:
             if producer_epoch == self._pid.epoch:
                 self._sequences.completed(tp, base_sequence, record_count, base_offset)
+                if self._broker_state_pid != self._pid.producer_id:
+                    self._broker_state = set()
+                    self._broker_state_pid = self._pid.producer_id
+                self._broker_state.add(tp)
+
+    def has_broker_state(self, tp: TopicPartition) -> bool:
+        """Has the broker acknowledged a batch of the current producer id on ``tp``? Until then it
+        would take any sequence as the first (see RecordAccumulator._head_sendable)."""
+        with self._lock:
+            return self._broker_state_pid == self._pid.producer_id and tp in self._broker_state
+
+    def handle_split_batch(self, tp: TopicPartition, base_sequence: int, record_counts: list[int]) -> None:
+        """A batch refused as too large was split into parts that keep its sequence range."""
+        with self._lock:
+            self._sequences.split(tp, base_sequence, record_counts)
 
     def handle_failed_batch(
         self,
@@ -661,6 +679,7 @@ class TransactionManager:
             if code == UNKNOWN_PRODUCER_ID:
                 # the broker has no state for us: it will accept sequence 0 again
                 self._sequences.reset_partition(tp)
+                self._broker_state.discard(tp)
             else:
                 self._sequences.failed(tp, base_sequence, record_count, adjust_sequences)
 

@@ -85,6 +85,16 @@ class SequenceBook:
         if base_offset >= 0:
             entry.last_acked_offset = max(entry.last_acked_offset, base_offset + record_count - 1)
 
+    def split(self, tp: TopicPartition, base_sequence: int, record_counts: list[int]) -> None:
+        """An in-flight batch became consecutive parts with the same sequence range."""
+        entry = self._entries.get(tp)
+        if entry is None or entry.in_flight.pop(base_sequence, None) is None:
+            return
+        sequence = base_sequence
+        for count in record_counts:
+            entry.in_flight[sequence] = count
+            sequence = add_sequence(sequence, count)
+
     def failed(self, tp: TopicPartition, base_sequence: int, record_count: int, adjust: bool) -> None:
         """Forget a failed batch; with ``adjust`` pull it out of the sequence space.
 

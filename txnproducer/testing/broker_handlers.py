@@ -35,6 +35,7 @@ UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
+MESSAGE_TOO_LARGE = 10
 NOT_LEADER_OR_FOLLOWER = 6
 TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
@@ -390,6 +391,12 @@ def _produce_partition(
         # Kafka answers corrupt batches with log_start_offset -1 and no message
         _log.info("mock.corrupt_batch", topic=topic, partition=part.index, reason=str(exc))
         out["error_code"] = CORRUPT_MESSAGE
+        return out
+    limit = state.topics[topic].max_message_bytes
+    if any(len(b.data) > limit for b in batches):
+        # Kafka checks each batch against the topic's max.message.bytes before anything else of
+        # the producer state; nothing is appended
+        out["error_code"] = MESSAGE_TOO_LARGE
         return out
     transactional = [b for b in batches if b.transactional]
     if transactional:

@@ -29,7 +29,7 @@ from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
 from .request_log import RequestLog, RequestLogEntry
 from .server import BrokerServer
-from .state import GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
+from .state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .txn_coordinator import TransactionCoordinator
 from .txn_state import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
 
@@ -192,10 +192,14 @@ class MockCluster:
         """
         return self.requests.wait_for(predicate, timeout, since)
 
-    def create_topic(self, name: str, partitions: int = 3) -> TopicState:
-        """Create a topic now (no-op if it exists); leaders are spread over the alive brokers."""
+    def create_topic(self, name: str, partitions: int = 3,
+                     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> TopicState:
+        """Create a topic now (no-op if it exists); leaders are spread over the alive brokers.
+
+        ``max_message_bytes`` is the topic's ``max.message.bytes``: a larger record batch is
+        answered with MESSAGE_TOO_LARGE, as Kafka does."""
         with self.state.lock:
-            return self.state.create_topic(name, partitions)
+            return self.state.create_topic(name, partitions, max_message_bytes)
 
     def leader_of(self, topic: str, partition: int) -> int:
         with self.state.lock:

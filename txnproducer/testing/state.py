@@ -35,11 +35,16 @@ class BrokerInfo:
     alive: bool = True
 
 
+#: Kafka's default ``max.message.bytes`` (the largest record batch a partition accepts).
+DEFAULT_MAX_MESSAGE_BYTES = 1048588
+
+
 @attrs.define
 class TopicState:
     name: str
     topic_id: uuid.UUID
     partitions: list[PartitionLog]
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 def _stable_hash(text: str) -> int:
@@ -105,7 +110,8 @@ class ClusterState:
     def preferred_leader(self, topic: str, partition: int) -> int:
         return self._ring_pick(_stable_hash(topic) + partition)
 
-    def create_topic(self, name: str, partitions: int | None = None) -> TopicState:
+    def create_topic(self, name: str, partitions: int | None = None,
+                     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> TopicState:
         """Create ``name`` (idempotent: an existing topic is returned unchanged)."""
         existing = self.topics.get(name)
         if existing is not None:
@@ -116,7 +122,7 @@ class ClusterState:
         for p in range(count):
             preferred = ids[(_stable_hash(name) + p) % len(ids)]
             logs.append(PartitionLog(name, p, self._ring_pick(ids.index(preferred))))
-        topic = TopicState(name, uuid.uuid4(), logs)
+        topic = TopicState(name, uuid.uuid4(), logs, max_message_bytes)
         self.topics[name] = topic
         self.notify_all()
         return topic
