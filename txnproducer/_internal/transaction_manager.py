@@ -638,9 +638,11 @@ class TransactionManager:
 
     def has_broker_state(self, tp: TopicPartition) -> bool:
         """Has the broker acknowledged a batch of the current producer id on ``tp``? Until then it
-        would take any sequence as the first (see RecordAccumulator._head_sendable)."""
-        with self._lock:
-            return self._broker_state_pid == self._pid.producer_id and tp in self._broker_state
+        would take any sequence as the first (see RecordAccumulator._head_sendable).
+
+        No lock (the accumulator asks on every drain): the Sender thread is the only one that
+        writes the set (batch outcomes) and the only one that asks (ready/drain)."""
+        return self._broker_state_pid == self._pid.producer_id and tp in self._broker_state
 
     def handle_split_batch(self, tp: TopicPartition, base_sequence: int, record_counts: list[int]) -> None:
         """A batch refused as too large was split into parts that keep its sequence range."""
