@@ -136,8 +136,8 @@ class PerfResult:
     extra: dict[str, Any] = field(default_factory=dict)
     # CPU seconds while the records were sent: every thread of the process (the client's own
     # network threads too, C ones included), and the thread that called send()/commit(). Why:
-    # on a shared machine wall-clock throughput varies a lot between runs, CPU per record much
-    # less, and the split shows which thread a change made cheaper.
+    # on a shared machine wall-clock throughput varies a lot between runs, CPU per record less,
+    # and the split shows which thread a change made cheaper.
     cpu_s: float = 0.0
     app_cpu_s: float = 0.0
 

@@ -663,6 +663,7 @@ class RecordAccumulator:
         parts: list[ProducerBatch] = []
         sequence = batch.base_sequence
         for chunk in (records[:middle], records[middle:]):
+            # no size bound: every record of the half goes in (the limit is the broker's)
             builder = BatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
             for timestamp, key, value, headers_encoded in chunk:
                 builder.append(timestamp, key, value, headers_encoded)
