@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from txnproducer._internal.network import NetworkClient
 from txnproducer.testing import MockCluster
 from txnproducer.testing._wire import WireClient
 
@@ -29,6 +30,15 @@ def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(params=["direct", "kafka-python"])
+def io_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on both of the Sender's I/O paths: its own PLAINTEXT connections
+    (``direct_io``, the default) and kafka-python's (what TLS and SASL producers use)."""
+    if request.param == "kafka-python":
+        monkeypatch.setattr(NetworkClient, "direct_io_enabled", False)
+    return str(request.param)
 
 
 @pytest.fixture

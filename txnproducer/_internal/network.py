@@ -13,6 +13,7 @@ request, together with the per-API version ranges used to choose request version
 from __future__ import annotations
 
 import contextlib
+import random
 import selectors
 import threading
 import time
@@ -20,6 +21,7 @@ import uuid
 from typing import Any
 
 import attrs
+import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
 from kafka.net.transport import KafkaTCPTransport
@@ -27,6 +29,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.direct_io import DirectConnection
 from txnproducer._internal.produce_codec import PRODUCE_API_KEY
 from txnproducer.config import ProducerConfig
 
@@ -40,7 +43,8 @@ PRODUCE_MAX_WITH_NAMES = 12
 
 
 class QuietMissSelector(selectors.DefaultSelector):
-    """The platform's default selector, whose ``get_key`` miss does not format the file object.
+    """The platform's default selector, whose ``get_key`` miss does not format the file object,
+    and which hands the Sender's own connections their events itself.
 
     Why: kafka-python registers a connection's socket each time it waits to read and asks
     ``get_key`` first, which usually misses. The standard selector then formats the socket's repr
@@ -61,6 +65,21 @@ class QuietMissSelector(selectors.DefaultSelector):
         if key is None:
             raise KeyError(fileobj)  # formatted only if someone prints it
         return key  # type: ignore[no-any-return]
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        """The ready keys for kafka-python's loop; a :class:`DirectConnection`'s events are
+        dispatched to it here instead (one ``epoll`` and one poll for both kinds of socket)."""
+        ready = super().select(timeout)
+        if not ready:
+            return ready
+        theirs = []
+        for key, events in ready:
+            data = key.data
+            if type(data) is DirectConnection:
+                data.on_events(events)
+            else:
+                theirs.append((key, events))
+        return theirs
 
 
 @attrs.frozen
@@ -98,10 +117,18 @@ class NetworkClient:
     else only from the Sender thread.
     """
 
+    #: The Sender's requests go over its own connections (:mod:`direct_io`) when the cluster is
+    #: reached in PLAINTEXT; tests set this to False to run kafka-python's connection path.
+    direct_io_enabled = True
+
     def __init__(self, config: ProducerConfig, client: Any = None) -> None:
         self._config = config
         self._client = client if client is not None else KafkaNetClient(
             selector=QuietMissSelector, **config.kafka_client_kwargs())
+        self._direct_io = (client is None and self.direct_io_enabled
+                           and config.security_protocol == "PLAINTEXT")
+        self._direct: dict[Any, DirectConnection] = {}
+        self._reconnect: dict[Any, tuple[int, float]] = {}  # node -> (failures in a row, not before)
         self.cluster = self._client.cluster
         self._manager = self._client._manager
         self._cond = threading.Condition()
@@ -223,7 +250,7 @@ class NetworkClient:
             client_software_name="txnproducer",
             client_software_version=self._config.kafka_client_kwargs()["client_software_version"],
         )
-        future = self.send(node, request)
+        future = self.send(node, request, direct=False)
         self._features_future = future
         future.add_callback(self._on_api_versions)
         future.add_errback(self._on_api_versions_error)
@@ -272,10 +299,20 @@ class NetworkClient:
         return None if leader is None or leader < 0 else int(leader)
 
     def is_ready(self, node: int) -> bool:
+        """True when a request to ``node`` would go out now (connected, under the in-flight limit,
+        not throttled)."""
+        if self._direct_io:
+            conn = self._direct.get(node)
+            return (conn is not None and conn.ready
+                    and conn.in_flight_count < self._config.max_in_flight_requests_per_connection
+                    and (not conn.throttled_until or conn.throttled_until <= time.monotonic()))
         return bool(self._client.is_ready(node))
 
     def ensure_connecting(self, node: Any) -> None:
         """Start a connection to ``node`` if none exists (no-op while in reconnect backoff)."""
+        if self._direct_io:
+            self._direct_connection(node)
+            return
         try:
             self._client.maybe_connect(node)
         except Exception:  # unknown broker id, auth failure: the next metadata refresh decides
@@ -283,9 +320,16 @@ class NetworkClient:
 
     def connection_delay(self, node: Any) -> float:
         """Seconds until a reconnect to ``node`` may be attempted."""
+        if self._direct_io:
+            if node in self._direct:
+                return 0.0
+            _failures, not_before = self._reconnect.get(node, (0, 0.0))
+            return max(0.0, not_before - time.monotonic())
         return float(self._manager.connection_delay(node))
 
     def has_connection(self, node: Any) -> bool:
+        if self._direct_io:
+            return node in self._direct
         return node in self._manager._conns
 
     def ensure_broker(self, node: int, host: str, port: int) -> None:
@@ -300,14 +344,76 @@ class NetworkClient:
     def least_loaded_node(self) -> Any:
         return self._client.least_loaded_node()
 
-    def send(self, node: Any, request: Any) -> Future:
-        """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`."""
+    def send(self, node: Any, request: Any, *, direct: bool = True) -> Future:
+        """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`.
+
+        ``direct=False`` keeps the request on kafka-python's connection (the ApiVersions that
+        reads the broker's features, which must see what kafka-python negotiated)."""
+        if self._direct_io and direct:
+            conn = self._direct_connection(node)
+            if conn is None:
+                return Future().failure(kerrors.KafkaConnectionError(
+                    f"broker {node} cannot be reached now (unknown to the metadata, or waiting "
+                    f"{int(self.connection_delay(node) * 1000)} ms before reconnecting)"))
+            try:
+                return conn.send(request)
+            except Exception as exc:  # the request could not be encoded: nothing was queued
+                return Future().failure(exc)
         try:
             future = self._client.send(node, request)
         except Exception as exc:  # connection setup errors surface as a failed future
             return Future().failure(exc)
         self._write_now(node)
         return future
+
+    # -- the Sender's own connections (direct_io) -------------------------------------------------
+
+    def _direct_connection(self, node: Any) -> DirectConnection | None:
+        """The open connection to ``node``, starting one unless in reconnect backoff."""
+        conn = self._direct.get(node)
+        if conn is not None:
+            return conn
+        _failures, not_before = self._reconnect.get(node, (0, 0.0))
+        if not_before > time.monotonic():
+            return None
+        broker = self.cluster.broker_metadata(node)
+        if broker is None:
+            self.request_metadata_update()
+            return None
+        config = self._config
+        conn = DirectConnection(
+            node, broker.host, broker.port, selector=self._client._net._selector,
+            client_id=config.effective_client_id,
+            request_timeout_s=config.request_timeout_ms / 1000,
+            setup_timeout_s=config.socket_connection_setup_timeout_ms / 1000,
+            on_close=self._direct_closed)
+        if conn.closed:  # failed at once (name resolution, refused): backoff already set
+            return None
+        self._direct[node] = conn
+        return conn
+
+    def _direct_closed(self, conn: DirectConnection, was_ready: bool) -> None:
+        """Forget a closed connection and set when ``node`` may be tried again: the Java client's
+        exponential reconnect backoff with 20 % jitter, ``reconnect_backoff_ms`` after a
+        connection that worked or a first failed attempt, doubling with each further failed
+        attempt in a row up to ``reconnect_backoff_max_ms``."""
+        node = conn.node_id
+        if self._direct.get(node) is conn:
+            del self._direct[node]
+        failures = 0 if was_ready else self._reconnect.get(node, (0, 0.0))[0] + 1
+        config = self._config
+        backoff_ms = min(config.reconnect_backoff_max_ms,
+                         config.reconnect_backoff_ms * (2 ** min(max(failures - 1, 0), 30)))
+        backoff_ms *= random.uniform(0.8, 1.2)
+        self._reconnect[node] = (failures, time.monotonic() + backoff_ms / 1000)
+        if not self._closed:
+            self.request_metadata_update()  # the broker may have moved or gone
+
+    def _tick_direct(self) -> None:
+        if self._direct:
+            now = time.monotonic()
+            for conn in list(self._direct.values()):
+                conn.tick(now)
 
     def _write_now(self, node: Any) -> None:
         """Put a plaintext request on the wire now instead of in the next two polls.
@@ -330,11 +436,25 @@ class NetworkClient:
             transport.last_write = time.monotonic()
 
     def in_flight_count(self, node: Any = None) -> int:
-        return int(self._client.in_flight_request_count(node))
+        theirs = int(self._client.in_flight_request_count(node))
+        if not self._direct_io:
+            return theirs
+        if node is None:
+            return theirs + sum(conn.in_flight_count for conn in self._direct.values())
+        conn = self._direct.get(node)
+        return conn.in_flight_count if conn is not None else 0
 
     def poll(self, timeout_s: float) -> None:
-        """Run the network loop once: blocks at most ``timeout_s`` unless woken or IO happens."""
+        """Run the network loop once: blocks at most ``timeout_s`` unless woken or IO happens
+        (or until the next timeout or throttle end of the Sender's own connections)."""
+        if self._direct:
+            now = time.monotonic()
+            for conn in self._direct.values():
+                deadline = conn.next_deadline()
+                if deadline is not None and deadline - now < timeout_s:
+                    timeout_s = deadline - now
         self._client.poll(timeout_ms=max(0.0, timeout_s) * 1000)
+        self._tick_direct()
 
     def request_metadata_update(self) -> None:
         """Ask for a metadata refresh (no-op when one is already requested: each request wakes
@@ -349,5 +469,7 @@ class NetworkClient:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        for conn in list(self._direct.values()):
+            conn.close(errors.ClosedError("producer closed before the broker answered"))
         with contextlib.suppress(Exception):  # closing must not raise; the sockets go either way
             self._client.close()

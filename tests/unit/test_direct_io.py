@@ -1,0 +1,300 @@
+"""DirectConnection: the Sender's own plaintext connection, against a scripted one-socket broker.
+
+What a user relies on here is what the Java client's NetworkClient promises: requests leave in
+order and each answer reaches its request; a dropped connection or a request that outlives
+``request_timeout_ms`` fails every waiting request (so the Sender retries it) instead of leaving
+it waiting forever; a throttled broker (KIP-219) gets nothing more until the throttle ends; and a
+broker that cannot be reached is retried only after a growing backoff.
+"""
+
+from __future__ import annotations
+
+import queue
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import kafka.errors as kerrors
+import pytest
+from kafka.future import Future
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+from txnproducer._internal.direct_io import DirectConnection
+from txnproducer._internal.network import NetworkClient, QuietMissSelector
+from txnproducer.config import ProducerConfig
+
+Answer = Callable[[int, int], bytes | None]  # (correlation id, request index) -> frame, or None
+
+
+def metadata_answer(throttle_ms: int = 0) -> Answer:
+    def answer(correlation_id: int, _index: int) -> bytes:
+        response = MetadataResponse(version=9, throttle_time_ms=throttle_ms, brokers=[], cluster_id=None,
+                                    controller_id=1, topics=[])
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+    return answer
+
+
+class FakeBroker:
+    """Accepts one connection; reads request frames and answers each with ``answer`` (None: no
+    answer). Records (monotonic arrival time, correlation id, frame size) per request."""
+
+    def __init__(self, answer: Answer, *, read_gate: threading.Event | None = None) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._answer = answer
+        self._read_gate = read_gate
+        self.requests: queue.Queue[tuple[float, int, int]] = queue.Queue()
+        self.conn: socket.socket | None = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _read_exact(self, conn: socket.socket, n: int) -> bytes | None:
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self._listener.accept()
+        except OSError:
+            return
+        self.conn = conn
+        if self._read_gate is not None:
+            self._read_gate.wait(10)
+        index = 0
+        try:
+            while True:
+                head = self._read_exact(conn, 4)
+                if head is None:
+                    return
+                size = struct.unpack(">i", head)[0]
+                body = self._read_exact(conn, size)
+                if body is None:
+                    return
+                correlation_id = struct.unpack(">i", body[4:8])[0]
+                self.requests.put((time.monotonic(), correlation_id, size))
+                frame = self._answer(correlation_id, index)
+                index += 1
+                if frame is not None:
+                    conn.sendall(frame)
+        except OSError:
+            return
+
+    def drop(self) -> None:
+        """Close the accepted connection (shutdown first: a close alone does not wake the
+        serving thread's recv, and the peer would see nothing)."""
+        assert self.conn is not None
+        self.conn.shutdown(socket.SHUT_RDWR)
+        self.conn.close()
+
+    def close(self) -> None:
+        self._listener.close()
+        if self.conn is not None:
+            self.conn.close()
+
+
+@pytest.fixture
+def selector() -> Iterator[selectors.BaseSelector]:
+    sel = QuietMissSelector()
+    yield sel
+    sel.close()
+
+
+def make_conn(selector: selectors.BaseSelector, port: int, *, request_timeout_s: float = 5.0,
+              setup_timeout_s: float = 5.0, closed: list[bool] | None = None) -> DirectConnection:
+    def on_close(_conn: DirectConnection, was_ready: bool) -> None:
+        if closed is not None:
+            closed.append(was_ready)
+    return DirectConnection(1, "127.0.0.1", port, selector=selector, client_id="t",
+                            request_timeout_s=request_timeout_s, setup_timeout_s=setup_timeout_s,
+                            on_close=on_close)
+
+
+def pump(selector: selectors.BaseSelector, conn: DirectConnection, until: Callable[[], bool],
+         timeout: float = 5.0) -> None:
+    """Play the Sender: dispatch selector events and tick until ``until()`` or fail."""
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, "condition not reached within the test's bound"
+        selector.select(0.02)  # QuietMissSelector dispatches the connection's events itself
+        conn.tick(time.monotonic())
+
+
+def request() -> MetadataRequest:
+    return MetadataRequest(version=9, topics=[], allow_auto_topic_creation=False)
+
+
+def test_requests_sent_while_connecting_are_answered_in_order(selector: selectors.BaseSelector) -> None:
+    broker = FakeBroker(metadata_answer())
+    conn = make_conn(selector, broker.port)
+    try:
+        futures = [conn.send(request()) for _ in range(5)]  # queued before the connect completes
+        pump(selector, conn, lambda: all(f.is_done for f in futures))
+        assert all(f.succeeded() for f in futures)
+        ids = [broker.requests.get(timeout=1)[1] for _ in futures]
+        assert ids == sorted(ids) and len(set(ids)) == 5
+        assert conn.in_flight_count == 0
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_a_request_larger_than_the_socket_buffer_arrives_whole_and_in_order(
+        selector: selectors.BaseSelector) -> None:
+    gate = threading.Event()  # the broker reads nothing until the client has queued everything
+    broker = FakeBroker(metadata_answer(), read_gate=gate)
+    conn = make_conn(selector, broker.port)
+    try:
+        pump(selector, conn, lambda: conn.ready)
+        big = MetadataRequest(version=9, topics=[{"name": "t" * 30_000, "topic_id": None}] * 200,
+                              allow_auto_topic_creation=False)
+        futures = [conn.send(big), conn.send(request()), conn.send(big)]
+        gate.set()
+        pump(selector, conn, lambda: all(f.is_done for f in futures), timeout=20)
+        assert all(f.succeeded() for f in futures)
+        sizes = [broker.requests.get(timeout=1)[2] for _ in futures]
+        assert sizes[0] == sizes[2] > 5_000_000 > sizes[1]
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_a_dropped_connection_fails_every_waiting_request(selector: selectors.BaseSelector) -> None:
+    broker = FakeBroker(lambda _cid, _i: None)  # reads, never answers
+    closed: list[bool] = []
+    conn = make_conn(selector, broker.port, closed=closed)
+    try:
+        futures = [conn.send(request()) for _ in range(3)]
+        pump(selector, conn, lambda: broker.requests.qsize() == 3)
+        broker.drop()
+        pump(selector, conn, lambda: all(f.is_done for f in futures))
+        assert all(isinstance(f.exception, kerrors.KafkaConnectionError) for f in futures), \
+            [f.exception for f in futures]
+        assert conn.closed and closed == [True]
+        late = conn.send(request())
+        assert late.failed(), "a closed connection must refuse, not queue"
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_a_request_without_an_answer_times_out_and_closes_the_connection(
+        selector: selectors.BaseSelector) -> None:
+    broker = FakeBroker(lambda _cid, _i: None)
+    conn = make_conn(selector, broker.port, request_timeout_s=0.3)
+    try:
+        sent_at = time.monotonic()
+        future = conn.send(request())
+        pump(selector, conn, lambda: future.is_done)
+        assert isinstance(future.exception, kerrors.RequestTimedOutError)
+        assert "request_timeout_ms" in str(future.exception)
+        assert time.monotonic() - sent_at >= 0.3
+        assert conn.closed
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_nothing_is_written_to_a_throttled_broker_until_the_throttle_ends(
+        selector: selectors.BaseSelector) -> None:
+    broker = FakeBroker(lambda cid, i: metadata_answer(throttle_ms=300 if i == 0 else 0)(cid, i))
+    conn = make_conn(selector, broker.port)
+    try:
+        first = conn.send(request())
+        pump(selector, conn, lambda: first.is_done)
+        answered_at = time.monotonic()
+        assert conn.throttled_until >= answered_at + 0.25
+        second = conn.send(request())
+        pump(selector, conn, lambda: second.is_done)
+        broker.requests.get(timeout=1)
+        arrived_at, _cid, _size = broker.requests.get(timeout=1)
+        assert arrived_at >= answered_at + 0.25, "the second request reached a throttled broker"
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_a_refused_connection_fails_its_requests(selector: selectors.BaseSelector) -> None:
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    closed: list[bool] = []
+    conn = make_conn(selector, port, closed=closed)
+    try:
+        future = conn.send(request()) if not conn.closed else Future().failure(conn.error)
+        pump(selector, conn, lambda: future.is_done)
+        assert isinstance(future.exception, kerrors.KafkaConnectionError)
+        assert closed == [False], "on_close must say the connection never worked"
+    finally:
+        conn.close()
+
+
+def test_network_client_backs_off_from_an_unreachable_broker() -> None:
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    config = ProducerConfig(bootstrap_servers=f"127.0.0.1:{port}", transactional_id="t",
+                            reconnect_backoff_ms=200, reconnect_backoff_max_ms=1000)
+    net = NetworkClient(config)
+    try:
+        net.ensure_broker(7, "127.0.0.1", port)
+        delays = []
+        for _ in range(3):
+            future = net.send(7, request())
+            deadline = time.monotonic() + 5
+            while not future.is_done:
+                assert time.monotonic() < deadline
+                net.poll(0.02)
+            assert future.failed()
+            delay = net.connection_delay(7)
+            delays.append(delay)
+            refused = net.send(7, request())  # inside the backoff: refused at once, not queued
+            assert refused.failed() and "reconnecting" in str(refused.exception)
+            while net.connection_delay(7) > 0:
+                net.poll(0.05)
+        # 200 ms, doubled per failed attempt in a row (capped at 1,000), with +-20 % jitter
+        assert 0.14 <= delays[0] <= 0.24
+        assert 0.3 <= delays[1] <= 0.48
+        assert 0.6 <= delays[2] <= 0.96
+    finally:
+        net.close()
+
+
+def test_network_client_sends_over_kafka_python_when_not_plaintext() -> None:
+    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t",
+                            security_protocol="SSL")
+    net = NetworkClient(config)
+    try:
+        assert not net._direct_io
+    finally:
+        net.close()
+
+
+def test_the_next_resolved_address_is_tried_when_the_first_refuses(
+        selector: selectors.BaseSelector, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``localhost`` can resolve to ::1 first while the broker listens on 127.0.0.1 only
+    broker = FakeBroker(metadata_answer())
+    probe = socket.create_server(("127.0.0.1", 0))
+    refused_port = probe.getsockname()[1]
+    probe.close()
+    stream = socket.SOCK_STREAM
+    addresses = [(socket.AF_INET, stream, 6, "", ("127.0.0.1", refused_port)),
+                 (socket.AF_INET, stream, 6, "", ("127.0.0.1", broker.port))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *_args, **_kw: list(addresses))
+    conn = DirectConnection(1, "broker.example", broker.port, selector=selector, client_id="t",
+                            request_timeout_s=5, setup_timeout_s=5)
+    try:
+        future = conn.send(request())
+        pump(selector, conn, lambda: future.is_done)
+        assert future.succeeded(), future.exception
+    finally:
+        conn.close()
+        broker.close()
