@@ -298,3 +298,50 @@ def test_the_next_resolved_address_is_tried_when_the_first_refuses(
     finally:
         conn.close()
         broker.close()
+
+
+def _sent_and_silent(selector: selectors.BaseSelector, count: int) -> tuple[FakeBroker, DirectConnection,
+                                                                            list[Future], list[int]]:
+    """``count`` requests the broker received and will never answer (the test feeds the answers),
+    with their correlation ids."""
+    broker = FakeBroker(lambda _cid, _i: None)
+    conn = make_conn(selector, broker.port)
+    futures = [conn.send(request()) for _ in range(count)]
+    pump(selector, conn, lambda: broker.requests.qsize() == count)
+    ids = [broker.requests.get_nowait()[1] for _ in range(count)]
+    return broker, conn, futures, ids
+
+
+@pytest.mark.parametrize("split", ["byte-by-byte", "all-in-one", "across-frames"])
+def test_answers_are_reassembled_however_the_bytes_arrive(
+        selector: selectors.BaseSelector, split: str) -> None:
+    broker, conn, futures, ids = _sent_and_silent(selector, 3)
+    try:
+        stream = b"".join(metadata_answer(throttle_ms=0)(cid, 0) for cid in ids)
+        if split == "byte-by-byte":
+            pieces = [stream[i:i + 1] for i in range(len(stream))]
+        elif split == "all-in-one":
+            pieces = [stream]
+        else:  # cut in the middle of the second frame's size prefix and of the third body
+            pieces = [stream[:27], stream[27:60], stream[60:]]
+        for piece in pieces:
+            conn._deliver([piece])
+        assert all(f.succeeded() for f in futures), [f.exception for f in futures]
+        assert all(isinstance(f.value, MetadataResponse) and f.value.controller_id == 1 for f in futures)
+        assert conn.in_flight_count == 0 and not conn.closed
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_an_answer_with_the_wrong_correlation_id_closes_the_connection(
+        selector: selectors.BaseSelector) -> None:
+    broker, conn, futures, ids = _sent_and_silent(selector, 2)
+    try:
+        conn._deliver([metadata_answer()(ids[0] + 1, 0)])
+        assert conn.closed
+        assert all(isinstance(f.exception, kerrors.KafkaConnectionError) for f in futures)
+        assert "correlation id" in str(futures[0].exception)
+    finally:
+        conn.close()
+        broker.close()
