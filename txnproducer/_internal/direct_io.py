@@ -37,12 +37,13 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.protocol.frame import KafkaBytes
 
+from txnproducer._internal.framing import RequestFramer, read_response_header
 from txnproducer._internal.log import get_logger
 
 __all__ = ["DirectConnection"]
@@ -54,6 +55,12 @@ _RECV_SIZE = 65536
 _SIZE = struct.Struct(">i")
 _MAX_FRAME = 100_000_000  # kafka-python's receive_message_max_bytes default
 _IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY})
+
+
+class _Expected(NamedTuple):
+    response_class: Any
+    correlation_id: int
+    flexible: bool | None  # response header with tagged fields; None: the class reads it
 
 
 class DirectConnection:
@@ -68,10 +75,10 @@ class DirectConnection:
         self.port = port
         self._selector = selector
         self._request_timeout_s = request_timeout_s
-        self._client_id = client_id
+        self._framer = RequestFramer(client_id)
         self._correlation_id = 0
-        # (future, deadline, request header) per request that expects an answer, in wire order
-        self._in_flight: collections.deque[tuple[Future, float, Any]] = collections.deque()
+        # (future, deadline, what the answer must be) per request expecting one, in wire order
+        self._in_flight: collections.deque[tuple[Future, float, _Expected]] = collections.deque()
         self._rbuf = bytearray()  # the start of a frame not yet complete
         self._out: collections.deque[memoryview] = collections.deque()  # bytes not yet written
         self._events = 0  # what the selector watches for us
@@ -118,10 +125,11 @@ class DirectConnection:
             return future.failure(self.error or kerrors.KafkaConnectionError(
                 f"connection to broker {self.node_id} is closed"))
         correlation_id = self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        request.with_header(correlation_id=correlation_id, client_id=self._client_id)
-        data = request.encode(framed=True, header=True)  # raises before anything is queued
+        # raises before anything is queued when the request cannot be encoded
+        data, response_class, flexible = self._framer.frame(request, correlation_id)
         if request.expect_response():
-            self._in_flight.append((future, time.monotonic() + self._request_timeout_s, request.header))
+            self._in_flight.append((future, time.monotonic() + self._request_timeout_s,
+                                    _Expected(response_class, correlation_id, flexible)))
         else:
             future.success(None)
         self._out.append(memoryview(data))
@@ -219,8 +227,8 @@ class DirectConnection:
         Why not kafka-python's ``KafkaProtocol.receive_bytes``: it copies every frame through two
         ``KafkaBytes`` buffers and decodes the size prefix with its generic codec; with the header
         check it cost about 40 us per answer against 20 us for the decode itself (an EndTxn v5
-        answer, ``timeit``, 2026-11-22). The decode stays kafka-python's (or our Produce codec's),
-        called the way its parser calls it: ``parse_header`` then ``decode`` on a ``KafkaBytes``.
+        answer, ``timeit``, 2026-11-22). The header is read by :mod:`framing`; the body decode
+        stays kafka-python's (or our Produce codec's), on a ``KafkaBytes`` as its parser does.
         """
         if not chunks:
             return
@@ -249,14 +257,17 @@ class DirectConnection:
                 self.close(kerrors.KafkaConnectionError(
                     f"broker {self.node_id} answered a request that was not sent"))
                 return
-            future, _deadline, header = self._in_flight.popleft()
+            future, _deadline, expected = self._in_flight.popleft()
+            response_class = expected.response_class
             try:
-                response_type = header.get_response_class()
-                correlation_id = response_type.parse_header(frame).correlation_id
-                if correlation_id != header.correlation_id:
+                if expected.flexible is None:
+                    correlation_id = response_class.parse_header(frame).correlation_id
+                else:
+                    correlation_id = read_response_header(frame, expected.flexible)
+                if correlation_id != expected.correlation_id:
                     raise kerrors.CorrelationIdError(
-                        f"sent correlation id {header.correlation_id}, got {correlation_id}")
-                response = response_type.decode(frame)
+                        f"sent correlation id {expected.correlation_id}, got {correlation_id}")
+                response = response_class.decode(frame)
             except (ValueError, struct.error, kerrors.KafkaError) as exc:  # the stream is lost
                 error = kerrors.KafkaConnectionError(
                     f"unreadable answer from broker {self.node_id} ({type(exc).__name__}: {exc})")

@@ -62,6 +62,8 @@ __all__ = [
     "decode_produce_response",
     "read_uvarint",
     "response_type",
+    "skip_tagged_fields",
+    "string16",
 ]
 
 PRODUCE_API_KEY = 0
@@ -108,7 +110,7 @@ def _uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def _string16(value: str | None, what: str) -> bytes:
+def string16(value: str | None, what: str) -> bytes:
     if value is None:
         return _NULL_STRING16
     raw = value.encode("utf-8")
@@ -132,7 +134,7 @@ _COMPACT: dict[str | None, bytes] = {}
 
 
 def _cache_string16(value: str | None) -> bytes:
-    encoded = _string16(value, "string")
+    encoded = string16(value, "string")
     if len(_STRING16) >= _CACHE_MAX:
         _STRING16.clear()
     _STRING16[value] = encoded
@@ -426,7 +428,7 @@ class ProduceResponseType:
         pos += 4
         if self.flexible:
             try:
-                pos = pos + 1 if buf[pos] == 0 else _skip_tagged_fields(buf, pos, len(buf))
+                pos = pos + 1 if buf[pos] == 0 else skip_tagged_fields(buf, pos, len(buf))
             except IndexError as exc:
                 raise ValueError("truncated ProduceResponse header") from exc
         seek = getattr(data, "seek", None)
@@ -593,7 +595,7 @@ def read_uvarint(data: Any, pos: int) -> tuple[int, int]:
             raise ValueError(f"unsigned varint longer than 5 bytes at offset {pos - 5}")
 
 
-def _skip_tagged_fields(data: Any, pos: int, end: int) -> int:
+def skip_tagged_fields(data: Any, pos: int, end: int) -> int:
     """Skip a tagged-field section: every field by its size, whatever its tag."""
     if data[pos] == 0:
         return pos + 1
@@ -631,7 +633,7 @@ def _flexible_record_errors(data: Any, pos: int, end: int) -> tuple[tuple[Record
     for _ in range(count):
         (batch_index,) = _I32.unpack_from(data, pos)
         message, pos = _compact_string_at(data, pos + 4, end)
-        pos = _skip_tagged_fields(data, pos, end)
+        pos = skip_tagged_fields(data, pos, end)
         errors.append(_tuple_new(RecordError, (batch_index, message)))
     return tuple(errors), pos
 
@@ -691,18 +693,18 @@ def _decode_flexible(data: Any, pos: int, end: int, version: int) -> tuple[Produ
             if data[pos] == 0:
                 pos += 1
             else:  # CurrentLeader (v10+, tag 0) or tags we do not know
-                pos = _skip_tagged_fields(data, pos, end)
+                pos = skip_tagged_fields(data, pos, end)
             parts.append(PartitionResponse(index, code, base_offset, append_time, log_start,
                                            record_errors, error_message))
         if data[pos] == 0:
             pos += 1
         else:
-            pos = _skip_tagged_fields(data, pos, end)
+            pos = skip_tagged_fields(data, pos, end)
         topics.append(_tuple_new(TopicResponse, (name, topic_id, parts)))
     (throttle_time_ms,) = _I32.unpack_from(data, pos)
     pos += 4
     if data[pos] == 0:
         pos += 1
     else:  # NodeEndpoints (v10+, tag 0) or tags we do not know
-        pos = _skip_tagged_fields(data, pos, end)
+        pos = skip_tagged_fields(data, pos, end)
     return ProduceResponseData(version, topics, throttle_time_ms), pos
