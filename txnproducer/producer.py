@@ -115,7 +115,9 @@ class TransactionalProducer:
         self._plain_keys = config.key_serializer is None
         self._plain_values = config.value_serializer is None
         self._partitioner = config.partitioner
-        self._sticky: dict[str, int] = {}
+        # topic -> (the partition list it was chosen from, its TopicPartition): keyless records
+        # stick to one partition until its batch is full (KIP-480)
+        self._sticky: dict[str, tuple[list[int], TopicPartition]] = {}
         # one TopicPartition per (topic, partition), reused by every send() (saves an allocation)
         self._tps: dict[str, dict[int, TopicPartition]] = {}
         # partitions already handed to the TM in this transaction (saves a TM lock per record)
@@ -379,7 +381,7 @@ class TransactionalProducer:
         if timestamp_ms is not None and (isinstance(timestamp_ms, bool)
                                          or not isinstance(timestamp_ms, int) or timestamp_ms < 0):
             raise errors.InvalidRecordError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
-        parts = self._net.partitions_for(topic)
+        parts = self._net.partition_cache.get(topic) or self._net.partitions_for(topic)
         if parts is None:  # the only blocking step before append: start the max_block_ms clock
             deadline = time.monotonic() + self._max_block_s
             parts = self._wait_for_partitions(topic, deadline)
@@ -390,21 +392,27 @@ class TransactionalProducer:
         # would start there starts on another partition (KIP-480): records spread over the topic
         # in whole batches, and a request can carry one full batch per partition.
         sticky = partition is None and key_bytes is None and self._partitioner is None
-        chosen = self._partition(topic, parts, partition, key_bytes)
-        tp = self._topic_partition(topic, chosen)
+        if sticky:
+            # the partition of the topic's last keyless record, while the topic's metadata
+            # (``parts``, replaced on every update) is the one it was chosen from
+            current = self._sticky.get(topic)
+            tp = current[1] if current is not None and current[0] is parts \
+                else self._sticky_partition(topic, parts)
+        else:
+            tp = self._topic_partition(topic, self._partition(topic, parts, partition, key_bytes))
         if tp not in self._added or self._tm.state is not State.IN_TRANSACTION:
             # tp's first record in this transaction (rare: once per partition)
             if sticky and not self._acc.has_open_batch(tp):
                 # the record would start a batch here: start it on the next sticky partition
                 # now, so this one is not added to the transaction (TV1: AddPartitionsToTxn
                 # and a marker) for nothing
-                tp = self._topic_partition(topic, self._next_sticky(topic, parts, chosen))
+                tp = self._next_sticky(topic, parts, tp.partition)
                 sticky = False
             self._add_to_transaction(tp)
         future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
                                         max_block_s, sticky)
         if future is None:  # the sticky partition's batch is full: move on (see above)
-            tp = self._topic_partition(topic, self._next_sticky(topic, parts, chosen))
+            tp = self._next_sticky(topic, parts, tp.partition)
             self._add_to_transaction(tp)
             future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
                                             max_block_s)
@@ -487,20 +495,25 @@ class TransactionalProducer:
         if key is not None:
             # the Java client's default: murmur2 of the key bytes, made positive, modulo count
             return int(murmur2(bytes(key)) & 0x7FFFFFFF) % len(parts)
-        sticky = self._sticky.get(topic)
-        if sticky is None or not _known_partition(parts, sticky):
-            sticky = self._next_sticky(topic, parts, None)
-        return sticky
+        return int(self._sticky_partition(topic, parts).partition)
 
-    def _next_sticky(self, topic: str, parts: list[int], current: int | None) -> int:
+    def _sticky_partition(self, topic: str, parts: list[int]) -> TopicPartition:
+        """The topic's sticky partition for keyless records, checked against ``parts``."""
+        current = self._sticky.get(topic)
+        if current is not None and _known_partition(parts, current[1].partition):
+            self._sticky[topic] = (parts, current[1])
+            return current[1]
+        return self._next_sticky(topic, parts, None)
+
+    def _next_sticky(self, topic: str, parts: list[int], current: int | None) -> TopicPartition:
         """A new sticky partition for keyless records: random among the partitions with a
         leader, other than ``current`` when there is a choice (as the Java client)."""
         available = self._net.available_partitions_for(topic) or parts
         if current is not None and len(available) > 1:
             available = [p for p in available if p != current]
-        chosen = random.choice(available)
-        self._sticky[topic] = chosen
-        return int(chosen)
+        tp = self._topic_partition(topic, int(random.choice(available)))
+        self._sticky[topic] = (parts, tp)
+        return tp
 
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.

@@ -393,8 +393,8 @@ class RecordAccumulator:
         not fit into the partition's open batch (or there is none), queue nothing, close that
         batch (it is sendable at once) and return ``(None, True)``; the caller moves to another
         partition and appends there. Checked before waiting for memory, so nothing is lost and
-        no time of ``max_block_s`` is used. It judges by the record's size bound, so a batch
-        may close up to a few bytes before it is completely full.
+        no time of ``max_block_s`` is used. While memory is short it judges by the record's
+        size bound, so a batch may then close up to a few bytes before it is completely full.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
@@ -410,33 +410,41 @@ class RecordAccumulator:
             if self._closed:
                 raise errors.ClosedError("producer is closed; send() is not possible")
             dq = self._batches.get(tp)
-            if abort_on_new_batch:
-                last = dq[-1] if dq else None
-                if last is None or last.full or last.builder is None \
-                        or last.builder.size() + est > self.batch_size:
-                    if last is not None:
-                        last.full = True
-                    return None, True
-            if self._used + total > self.buffer_memory:
+            last = dq[-1] if dq else None
+            memory_ok = self._used + total <= self.buffer_memory
+            if last is not None and not last.full and last.builder is not None and memory_ok:
+                # ProducerBatch.try_append inlined: this is the per-record hot path
+                open_builder = last.builder
+                if open_builder.append(timestamp, key, value, headers_encoded) >= 0:
+                    index = last.record_count
+                    last.record_count = index + 1
+                    last.reserved += est
+                    self._used += est
+                    future = RecordFuture(last, index, timestamp,
+                                          -1 if key is None else len(key),
+                                          -1 if value is None else len(value))
+                    return future, open_builder.size() >= self.batch_size
+                last.full = True
+            if abort_on_new_batch and (
+                    last is None or last.full or last.builder is None
+                    or last.builder.size() + est > self.batch_size):
+                # no open batch takes the record: close the last one (sendable at once) and
+                # let the caller move on, before any wait for memory
+                if last is not None:
+                    last.full = True
+                return None, True
+            if not memory_ok:
                 self._wait_for_memory(total, max_block_s)
                 dq = self._batches.get(tp)  # another thread may have created it meanwhile
-            if dq is None:
-                dq = self._batches[tp] = collections.deque()
-            elif dq:
-                # ProducerBatch.try_append inlined: this is the per-record hot path
-                last = dq[-1]
-                open_builder = last.builder
-                if open_builder is not None and not last.full:
-                    if open_builder.append(timestamp, key, value, headers_encoded) >= 0:
-                        index = last.record_count
-                        last.record_count = index + 1
+                last = dq[-1] if dq else None
+                if last is not None and not last.full and last.builder is not None:
+                    first = last.try_append(timestamp, key, value, headers_encoded)
+                    if first is not None:
                         last.reserved += est
                         self._used += est
-                        future = RecordFuture(last, index, timestamp,
-                                              -1 if key is None else len(key),
-                                              -1 if value is None else len(value))
-                        return future, open_builder.size() >= self.batch_size
-                    last.full = True
+                        return first, last.is_full(self.batch_size)
+            if dq is None:
+                dq = self._batches[tp] = collections.deque()
             builder = BatchEncoder(self._codec, True, max(self.batch_size, total),
                                    gzip_level=self._gzip_level)
             batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)

@@ -133,7 +133,9 @@ class NetworkClient:
         self._manager = self._client._manager
         self._cond = threading.Condition()
         self._topics_to_add: set[str] = set()
-        self._partitions: dict[str, list[int]] = {}
+        # topic -> sorted partition ids, replaced (not mutated) on every metadata update;
+        # send() reads it directly (a hit is one dict lookup), partitions_for() fills it
+        self.partition_cache: dict[str, list[int]] = {}
         self._features: BrokerFeatures | None = None
         self._features_future: Future | None = None
         self._features_at = 0.0
@@ -171,14 +173,14 @@ class NetworkClient:
 
     def partitions_for(self, topic: str) -> list[int] | None:
         """Known partition ids of ``topic`` (cached until the next metadata update)."""
-        cached = self._partitions.get(topic)
+        cached = self.partition_cache.get(topic)
         if cached is not None:
             return cached
         parts = self.cluster.partitions_for_topic(topic)
         if not parts:
             return None
         result = sorted(parts)
-        self._partitions[topic] = result
+        self.partition_cache[topic] = result
         return result
 
     def available_partitions_for(self, topic: str) -> list[int]:
@@ -215,7 +217,7 @@ class NetworkClient:
 
     def _on_metadata(self, _cluster: Any) -> None:
         with self._cond:
-            self._partitions = {}  # replaced, not mutated: readers need no lock
+            self.partition_cache = {}  # replaced, not mutated: readers need no lock
             self._cond.notify_all()
 
     # -- Sender thread ---------------------------------------------------------------------------

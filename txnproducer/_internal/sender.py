@@ -106,7 +106,8 @@ class Sender(threading.Thread):
         self._force_close = False
         self._cond = threading.Condition()
         self._tv_applied: int | None = None
-        self._crashed: BaseException | None = None
+        # what ended the loop; a plain attribute, as send() reads it on every record
+        self.crashed: BaseException | None = None
         self._idle_poll_s = config.retry_backoff_ms / 1000
         self._max_poll_s = min(config.request_timeout_ms, 1000) / 1000
 
@@ -128,19 +129,15 @@ class Sender(threading.Thread):
             self._force_close = True
         self.wakeup()
 
-    @property
-    def crashed(self) -> BaseException | None:
-        return self._crashed
-
     def wait_ready(self, timeout_s: float) -> int:
         """Wait until the cluster's transaction version is known and handed to the TM."""
         self._net.wait_until_ready(timeout_s)
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while self._tv_applied is None:
-                if self._crashed is not None or not self.is_alive():
+                if self.crashed is not None or not self.is_alive():
                     raise errors.ClosedError("the producer's network thread is not running") \
-                        from self._crashed
+                        from self.crashed
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise errors.TimeoutError(
@@ -166,7 +163,7 @@ class Sender(threading.Thread):
                     self._net.poll(self._idle_poll_s)
             self._finish_after_close()
         except BaseException as exc:  # pragma: no cover - last line of defence
-            self._crashed = exc
+            self.crashed = exc
             self._log.exception("txn.sender_crashed")
             self._acc.abort_incomplete(errors.ClosedError(f"producer network thread crashed: {exc!r}"))
         finally:

@@ -109,7 +109,9 @@ class TransactionManager:
         self.enable_2pc = enable_2pc
 
         self._lock = threading.RLock()
-        self._state = State.UNINITIALIZED
+        # A plain attribute, not a property: send() reads it without the lock on every record
+        # (a property read costs about 70 ns more). Written only under ``_lock``.
+        self.state: State = State.UNINITIALIZED
         self._last_error: BaseException | None = None
         self._pid = NONE_PRODUCER_ID_AND_EPOCH
         self._tv = 1
@@ -139,10 +141,6 @@ class TransactionManager:
     # ================================================================ properties / queries ======
 
     @property
-    def state(self) -> State:
-        return self._state
-
-    @property
     def last_error(self) -> BaseException | None:
         return self._last_error
 
@@ -162,28 +160,28 @@ class TransactionManager:
         return self._pid.is_valid
 
     def is_completing(self) -> bool:
-        return self._state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+        return self.state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
 
     def is_committing(self) -> bool:
-        return self._state is State.COMMITTING_TRANSACTION
+        return self.state is State.COMMITTING_TRANSACTION
 
     def is_aborting(self) -> bool:
-        return self._state is State.ABORTING_TRANSACTION
+        return self.state is State.ABORTING_TRANSACTION
 
     def is_in_transaction(self) -> bool:
-        return self._state is State.IN_TRANSACTION
+        return self.state is State.IN_TRANSACTION
 
     def has_error(self) -> bool:
-        return self._state in (State.ABORTABLE_ERROR, State.FATAL_ERROR)
+        return self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR)
 
     def has_fatal_error(self) -> bool:
-        return self._state is State.FATAL_ERROR
+        return self.state is State.FATAL_ERROR
 
     def has_abortable_error(self) -> bool:
-        return self._state is State.ABORTABLE_ERROR
+        return self.state is State.ABORTABLE_ERROR
 
     def has_ongoing_transaction(self) -> bool:
-        return self._state in (
+        return self.state in (
             State.IN_TRANSACTION,
             State.COMMITTING_TRANSACTION,
             State.ABORTING_TRANSACTION,
@@ -210,7 +208,7 @@ class TransactionManager:
         """May a batch for ``tp`` be drained now? TV1: once AddPartitionsToTxn succeeded for it;
         TV2: once ``send()`` added it to the open transaction (Produce v12 adds it implicitly)."""
         with self._lock:
-            return self._state is not State.FATAL_ERROR and tp in self._partitions_in_txn
+            return self.state is not State.FATAL_ERROR and tp in self._partitions_in_txn
 
     # ================================================================ transaction version ======
 
@@ -221,7 +219,7 @@ class TransactionManager:
         """
         with self._lock:
             self._tv_requested = 2 if v >= 2 else 1
-            if self._state in (State.UNINITIALIZED, State.INITIALIZING, State.READY):
+            if self.state in (State.UNINITIALIZED, State.INITIALIZING, State.READY):
                 self._apply_requested_tv()
 
     def _apply_requested_tv(self) -> None:
@@ -261,9 +259,9 @@ class TransactionManager:
             if cached is not None:
                 return cached
             self._maybe_fail_with_fatal("init_transactions")
-            if self._state is not State.UNINITIALIZED:
+            if self.state is not State.UNINITIALIZED:
                 raise errors.IllegalStateError(
-                    illegal_call_message("init_transactions", self._state, self.transactional_id)
+                    illegal_call_message("init_transactions", self.state, self.transactional_id)
                 )
             self._apply_requested_tv()
             self._transition(State.INITIALIZING)
@@ -281,9 +279,9 @@ class TransactionManager:
         with self._lock:
             self._throw_if_pending("begin_transaction")
             self._maybe_fail_with_error("begin_transaction")
-            if self._state is not State.READY:
+            if self.state is not State.READY:
                 raise errors.IllegalStateError(
-                    illegal_call_message("begin_transaction", self._state, self.transactional_id)
+                    illegal_call_message("begin_transaction", self.state, self.transactional_id)
                 )
             self._apply_requested_tv()
             self._transition(State.IN_TRANSACTION)
@@ -297,9 +295,9 @@ class TransactionManager:
             if cached is not None:
                 return cached
             self._maybe_fail_with_error("commit_transaction")
-            if self._state not in (State.IN_TRANSACTION, State.PREPARED_TRANSACTION):
+            if self.state not in (State.IN_TRANSACTION, State.PREPARED_TRANSACTION):
                 raise errors.IllegalStateError(
-                    illegal_call_message("commit_transaction", self._state, self.transactional_id)
+                    illegal_call_message("commit_transaction", self.state, self.transactional_id)
                 )
             self._transition(State.COMMITTING_TRANSACTION)
             result = self._begin_completing(committed=True)
@@ -314,9 +312,9 @@ class TransactionManager:
             if cached is not None:
                 return cached
             self._maybe_fail_with_fatal("abort_transaction")
-            if self._state not in (State.IN_TRANSACTION, State.ABORTABLE_ERROR, State.PREPARED_TRANSACTION):
+            if self.state not in (State.IN_TRANSACTION, State.ABORTABLE_ERROR, State.PREPARED_TRANSACTION):
                 raise errors.IllegalStateError(
-                    illegal_call_message("abort_transaction", self._state, self.transactional_id)
+                    illegal_call_message("abort_transaction", self.state, self.transactional_id)
                 )
             self._transition(State.ABORTING_TRANSACTION)
             self._new_partitions.clear()
@@ -337,9 +335,9 @@ class TransactionManager:
         with self._lock:
             self._throw_if_pending("send_offsets_to_transaction")
             self._maybe_fail_with_error("send_offsets_to_transaction")
-            if self._state is not State.IN_TRANSACTION:
+            if self.state is not State.IN_TRANSACTION:
                 raise errors.IllegalStateError(
-                    illegal_call_message("send_offsets_to_transaction", self._state, self.transactional_id)
+                    illegal_call_message("send_offsets_to_transaction", self.state, self.transactional_id)
                 )
             result = self._new_result("send_offsets_to_transaction", m.TXN_SEND_OFFSETS_TIME_NS_TOTAL)
             if not offsets:
@@ -367,9 +365,9 @@ class TransactionManager:
         with self._lock:
             self._throw_if_pending("prepare_transaction")
             self._maybe_fail_with_error("prepare_transaction")
-            if self._state is not State.IN_TRANSACTION:
+            if self.state is not State.IN_TRANSACTION:
                 raise errors.IllegalStateError(
-                    illegal_call_message("prepare_transaction", self._state, self.transactional_id)
+                    illegal_call_message("prepare_transaction", self.state, self.transactional_id)
                 )
             adding = (AddPartitionsToTxnHandler, AddOffsetsToTxnHandler, TxnOffsetCommitHandler)
             busy = isinstance(self._in_flight, adding) or any(
@@ -415,7 +413,7 @@ class TransactionManager:
         with self._lock:
             self._ensure_open()
             self._maybe_fail_with_fatal("complete_transaction")
-            if self._state is State.PREPARED_TRANSACTION:
+            if self.state is State.PREPARED_TRANSACTION:
                 prepared = self._prepared
                 matches = prepared is not None and (
                     (state.is_empty and not prepared.is_valid)
@@ -431,9 +429,9 @@ class TransactionManager:
                         prepared=None if prepared is None else f"{prepared.producer_id}:{prepared.epoch}",
                     )
                 return self.begin_abort()
-            if self._state is not State.UNINITIALIZED:
+            if self.state is not State.UNINITIALIZED:
                 raise errors.IllegalStateError(
-                    illegal_call_message("complete_transaction", self._state, self.transactional_id)
+                    illegal_call_message("complete_transaction", self.state, self.transactional_id)
                 )
             operation = "commit_prepared" if commit else "abort_prepared"
             result = self._new_result(operation, None)
@@ -450,7 +448,7 @@ class TransactionManager:
         return self._prepared.producer_id, self._prepared.epoch
 
     def is_prepared(self) -> bool:
-        return self._state is State.PREPARED_TRANSACTION
+        return self.state is State.PREPARED_TRANSACTION
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """Called by ``send()``: raise if sending is not allowed now, else note the partition."""
@@ -473,11 +471,11 @@ class TransactionManager:
         self._maybe_fail_with_error(call)
         if not self._pid.is_valid:
             raise errors.IllegalStateError(
-                f"{call}() called before init_transactions() completed (state {self._state.name}):"
+                f"{call}() called before init_transactions() completed (state {self.state.name}):"
                 " call init_transactions() first"
             )
-        if self._state is not State.IN_TRANSACTION:
-            raise errors.IllegalStateError(illegal_call_message(call, self._state, self.transactional_id))
+        if self.state is not State.IN_TRANSACTION:
+            raise errors.IllegalStateError(illegal_call_message(call, self.state, self.transactional_id))
 
     def close(self) -> None:
         """Fail every pending request and waiting call with ClosedError; later calls raise it."""
@@ -510,7 +508,7 @@ class TransactionManager:
                 return None
             if callable(has_incomplete_batches):
                 has_incomplete_batches = has_incomplete_batches()
-            if self._new_partitions and self._state in (
+            if self._new_partitions and self.state in (
                 State.IN_TRANSACTION,
                 State.COMMITTING_TRANSACTION,
             ):
@@ -672,11 +670,11 @@ class TransactionManager:
             if is_fatal_produce_error(exc, code):
                 fenced = self._fenced_error(PRODUCER_FENCED, "Produce")
                 self.transition_to_fatal_error(as_fatal_produce_error(exc, code, fenced))
-            elif self._state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
+            elif self.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
                 if self._tv < 2:
                     self._epoch_bump_required = True
                 self.transition_to_abortable_error(as_abortable_produce_error(exc, code, tp))
-            if self._state is State.FATAL_ERROR or producer_epoch != self._pid.epoch:
+            if self.state is State.FATAL_ERROR or producer_epoch != self._pid.epoch:
                 return
             if code == UNKNOWN_PRODUCER_ID:
                 # the broker has no state for us: it will accept sequence 0 again
@@ -701,7 +699,7 @@ class TransactionManager:
         earlier batch failed and this one is collateral); otherwise the code's retriability.
         """
         with self._lock:
-            if self._state is State.FATAL_ERROR:
+            if self.state is State.FATAL_ERROR:
                 return False
             if error_code == UNKNOWN_PRODUCER_ID:
                 return log_start_offset == -1
@@ -716,10 +714,10 @@ class TransactionManager:
     def transition_to_abortable_error(self, exc: BaseException) -> None:
         """Mark the open transaction uncommittable; ignored while it is already being aborted."""
         with self._lock:
-            if self._state is State.ABORTING_TRANSACTION or self._state is State.FATAL_ERROR:
+            if self.state is State.ABORTING_TRANSACTION or self.state is State.FATAL_ERROR:
                 self._log("debug", "txn.abortable_error_ignored", error=repr(exc))
                 return
-            if not is_transition_valid(self._state, State.ABORTABLE_ERROR):
+            if not is_transition_valid(self.state, State.ABORTABLE_ERROR):
                 self._log("warning", "txn.abortable_error_ignored", error=repr(exc))
                 return
             self._transition(State.ABORTABLE_ERROR, exc)
@@ -727,7 +725,7 @@ class TransactionManager:
     def transition_to_fatal_error(self, exc: BaseException) -> None:
         """Enter FATAL_ERROR (first error kept) and fail everything that is waiting."""
         with self._lock:
-            if self._state is State.FATAL_ERROR:
+            if self.state is State.FATAL_ERROR:
                 return
             self._transition(State.FATAL_ERROR, exc)
             self._fail_all_queued(exc)
@@ -806,7 +804,7 @@ class TransactionManager:
     def _terminate_with_error(self, handler: TxnRequestHandler) -> bool:
         if not self.has_error():
             return False
-        if self._state is State.ABORTABLE_ERROR and isinstance(handler, FindCoordinatorHandler):
+        if self.state is State.ABORTABLE_ERROR and isinstance(handler, FindCoordinatorHandler):
             return False  # the abort will need the coordinator anyway
         assert self._last_error is not None
         handler.result.set_error(self._last_error)
@@ -827,7 +825,7 @@ class TransactionManager:
         handler.result.set_error(exc)
         if bump_epoch and self._tv < 2:
             self._epoch_bump_required = True
-        if self._state is State.ABORTING_TRANSACTION:
+        if self.state is State.ABORTING_TRANSACTION:
             # the abort itself failed: let the application call abort_transaction() again
             self._transition(State.ABORTABLE_ERROR, exc)
         else:
@@ -875,7 +873,7 @@ class TransactionManager:
                 self._log("info", "txn.producer_id_assigned", reason="epoch_exhausted")
         else:
             self._log("info", "txn.producer_id_assigned")
-        if ongoing[0] >= 0 and ongoing[1] >= 0 and self._state is State.INITIALIZING:
+        if ongoing[0] >= 0 and ongoing[1] >= 0 and self.state is State.INITIALIZING:
             # KIP-939: a prepared transaction survived the init; our new epoch completes it
             self._prepared = ProducerIdAndEpoch(ongoing[0], ongoing[1])
             self._transaction_started = True
@@ -883,7 +881,7 @@ class TransactionManager:
             self._log("info", "txn.prepared_transaction_kept", prepared_producer_id=ongoing[0],
                       prepared_epoch=ongoing[1])
             return
-        if is_transition_valid(self._state, State.READY):
+        if is_transition_valid(self.state, State.READY):
             self._transition(State.READY)
             self._apply_requested_tv()
 
@@ -936,7 +934,7 @@ class TransactionManager:
     # ================================================================ internals: state ==========
 
     def _transition(self, target: State, error: BaseException | None = None) -> None:
-        source = self._state
+        source = self.state
         if not is_transition_valid(source, target):
             raise errors.IllegalStateError(invalid_transition_message(source, target, self.transactional_id))
         if target in (State.ABORTABLE_ERROR, State.FATAL_ERROR):
@@ -945,7 +943,7 @@ class TransactionManager:
             self._last_error = error
         else:
             self._last_error = None
-        self._state = target
+        self.state = target
         if error is not None:
             self._log(
                 "warning", "txn.state_transition", source=source.name, target=target.name, error=repr(error)
@@ -965,7 +963,7 @@ class TransactionManager:
             return None
         if state is next_state:
             return result
-        raise errors.IllegalStateError(self._pending_message(call, pending_call, self._state))
+        raise errors.IllegalStateError(self._pending_message(call, pending_call, self.state))
 
     def _throw_if_pending(self, call: str) -> None:
         self._ensure_open()
@@ -975,7 +973,7 @@ class TransactionManager:
         if result.acked:
             self._pending_call = None
             return
-        raise errors.IllegalStateError(self._pending_message(call, pending_call, self._state))
+        raise errors.IllegalStateError(self._pending_message(call, pending_call, self.state))
 
     @staticmethod
     def _pending_message(call: str, pending_call: str, state: State) -> str:
@@ -992,14 +990,14 @@ class TransactionManager:
             )
 
     def _maybe_fail_with_fatal(self, call: str) -> None:
-        if self._state is State.FATAL_ERROR:
+        if self.state is State.FATAL_ERROR:
             assert self._last_error is not None
-            raise reraisable(self._last_error, self._state.name, self.has_fatal_error(), call)
+            raise reraisable(self._last_error, self.state.name, self.has_fatal_error(), call)
 
     def _maybe_fail_with_error(self, call: str) -> None:
-        if self._state in (State.FATAL_ERROR, State.ABORTABLE_ERROR):
+        if self.state in (State.FATAL_ERROR, State.ABORTABLE_ERROR):
             assert self._last_error is not None
-            raise reraisable(self._last_error, self._state.name, self.has_fatal_error(), call)
+            raise reraisable(self._last_error, self.state.name, self.has_fatal_error(), call)
 
     def _log(self, level: str, event: str, **fields: Any) -> None:
         getattr(self._logger, level)(
