@@ -638,6 +638,20 @@ def _flexible_record_errors(data: Any, pos: int, end: int) -> tuple[tuple[Record
     return tuple(errors), pos
 
 
+# uuid.UUID(bytes=...) costs about 3 us; a producer writes to few topics, so the ids of the
+# answers are cached by their bytes (bounded: a long-lived producer may see many topics)
+_TOPIC_IDS: dict[bytes, uuid.UUID] = {}
+_TOPIC_IDS_MAX = 4096
+
+
+def _topic_id(raw: bytes) -> uuid.UUID:
+    topic_id = uuid.UUID(bytes=raw)
+    if len(_TOPIC_IDS) >= _TOPIC_IDS_MAX:
+        _TOPIC_IDS.clear()
+    _TOPIC_IDS[raw] = topic_id
+    return topic_id
+
+
 def _decode_flexible(data: Any, pos: int, end: int, version: int) -> tuple[ProduceResponseData, int]:
     # The common single-byte cases (short names, < 127 items, no tags, no errors) are inlined:
     # this runs once per Produce request on the Sender thread. A single-byte count needs no
@@ -657,7 +671,10 @@ def _decode_flexible(data: Any, pos: int, end: int, version: int) -> tuple[Produ
             stop = pos + 16
             if stop > end:
                 raise ValueError(f"truncated topic id at offset {pos}")
-            topic_id = uuid.UUID(bytes=bytes(data[pos:stop]))
+            raw = bytes(data[pos:stop])
+            topic_id = _TOPIC_IDS.get(raw)
+            if topic_id is None:
+                topic_id = _topic_id(raw)
             pos = stop
         else:
             length = data[pos] - 1
