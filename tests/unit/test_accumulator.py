@@ -320,6 +320,27 @@ def test_full_buffer_memory_blocks_then_times_out() -> None:
         append(acc, value=b"x" * 300, max_block_s=0.05)
 
 
+def test_a_batch_reserves_its_capacity_once_then_records_join_it_without_waiting() -> None:
+    """The Java client's BufferPool rule: memory is taken per batch, so records that join an open
+    batch never wait for memory, and the next batch waits until a finished one gives its share
+    back."""
+    acc, _, _ = make(buffer_memory=1024, batch_size=1024)
+    futures = [append(acc, value=b"x" * 50, max_block_s=0)[0]]
+    assert acc.used_memory == 1024  # the whole capacity, taken by the first record
+    while acc.queued_batches == 1:
+        try:
+            futures.append(append(acc, value=b"x" * 50, max_block_s=0)[0])
+        except errors.TimeoutError:
+            break  # the batch is full: the next record needs a batch, and memory, of its own
+    assert len(futures) > 10 and acc.queued_batches == 1 and acc.used_memory == 1024
+    batch = acc.drain(leader, {1})[1][0]
+    assert batch.record_count == len(futures)
+    acc.complete(batch, 0, -1)
+    assert acc.used_memory == 0 and all(f.get(0).offset == i for i, f in enumerate(futures))
+    append(acc, value=b"x" * 50, max_block_s=0)  # room again
+    assert acc.used_memory == 1024
+
+
 def test_blocked_append_proceeds_when_memory_is_released() -> None:
     woken = threading.Event()
     acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
@@ -345,9 +366,9 @@ def test_appends_that_waited_for_memory_keep_each_others_batches() -> None:
     waiting = threading.Semaphore(0)
     wait_for_memory = acc._wait_for_memory
 
-    def announce_then_wait(needed: int, max_block_s: float) -> None:
+    def announce_then_wait(needed: int, max_block_s: float, tp: Any = None) -> None:
         waiting.release()  # called under the accumulator lock, just before it waits
-        wait_for_memory(needed, max_block_s)
+        wait_for_memory(needed, max_block_s, tp)
 
     acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
     results: list[Any] = []

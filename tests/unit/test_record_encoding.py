@@ -42,12 +42,14 @@ def _both(codec: int, records: list[tuple[int, bytes | None, bytes | None,
     theirs = DefaultRecordBatchBuilder(2, codec, True, -1, -1, -1, batch_size)
     taken = 0
     for offset, (ts, key, value, headers) in enumerate(records):
+        before = ours.size()
         size = ours.append(ts, key, value, encode_headers(headers))
         md = theirs.append(offset, ts, key, value, headers)
         assert (size < 0) == (md is None), "both encoders must agree on when a batch is full"
         if md is None:
+            assert ours.size() == before  # a record that does not fit leaves the batch as it was
             break
-        assert size == md.size
+        assert size == ours.size() and size - before == md.size  # the batch's size, grown by the record
         taken += 1
     pid, epoch, seq, transactional = state
     if transactional and pid < 0:

@@ -14,9 +14,11 @@ final ("outstanding"). A retried batch goes back to the front of its queue in se
 and is only resent once it is the lowest outstanding sequence of its partition, so the broker
 always sees sequences in order (the Java client's rule).
 
-Memory: every record reserves an upper bound of its encoded size from ``buffer_memory``;
-the reservation is released when its batch reaches a final state. ``append`` blocks while the
-pool is exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError`.
+Memory (the Java client's ``BufferPool`` rule): a batch reserves its whole capacity from
+``buffer_memory`` when it starts (``batch_size``, or a larger single record's size), and the
+reservation is released when the batch reaches a final state. Appending to an open batch needs
+no accounting, which keeps the per-record path short. Starting a batch blocks while the pool is
+exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError`.
 """
 
 from __future__ import annotations
@@ -356,7 +358,10 @@ class RecordAccumulator:
         self.linger_s = linger_ms / 1000
         self.buffer_memory = buffer_memory
         self.max_request_size = max_request_size
-        self._max_record_total = min(buffer_memory, max_request_size)  # one check per record
+        self._max_record_total = min(buffer_memory, max_request_size)  # one check per batch
+        # a batch's capacity (bytes, before compression): batch_size, unless a single record may
+        # not be that large (then a record that fits into a batch always passes the size check)
+        self._full_at = max(1, min(batch_size, self._max_record_total))
         self._codec = COMPRESSION_CODECS[compression_type]
         self._gzip_level = compression_gzip_level
         self.delivery_timeout_s = delivery_timeout_ms / 1000
@@ -393,17 +398,12 @@ class RecordAccumulator:
         not fit into the partition's open batch (or there is none), queue nothing, close that
         batch (it is sendable at once) and return ``(None, True)``; the caller moves to another
         partition and appends there. Checked before waiting for memory, so nothing is lost and
-        no time of ``max_block_s`` is used. While memory is short it judges by the record's
-        size bound, so a batch may then close up to a few bytes before it is completely full.
+        no time of ``max_block_s`` is used.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
         headers_encoded = encode_headers(headers) if headers else NO_HEADERS_ENCODED
-        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
-        total = est + BATCH_HEADER_SIZE
-        if total > self._max_record_total:
-            self._raise_too_large(total)
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
         with self._mutex:
@@ -411,50 +411,62 @@ class RecordAccumulator:
                 raise errors.ClosedError("producer is closed; send() is not possible")
             dq = self._batches.get(tp)
             last = dq[-1] if dq else None
-            memory_ok = self._used + total <= self.buffer_memory
-            if last is not None and not last.full and last.builder is not None and memory_ok:
-                # ProducerBatch.try_append inlined: this is the per-record hot path
-                open_builder = last.builder
-                if open_builder.append(timestamp, key, value, headers_encoded) >= 0:
-                    index = last.record_count
-                    last.record_count = index + 1
-                    last.reserved += est
-                    self._used += est
-                    future = RecordFuture(last, index, timestamp,
-                                          -1 if key is None else len(key),
-                                          -1 if value is None else len(value))
-                    return future, open_builder.size() >= self.batch_size
+            if last is not None and not last.full:
+                # the per-record hot path: the open batch's memory was reserved when it started
+                builder = last.builder
+                if builder is not None:
+                    size = builder.append(timestamp, key, value, headers_encoded)
+                    if size >= 0:
+                        index = last.record_count
+                        last.record_count = index + 1
+                        return RecordFuture(last, index, timestamp, -1 if key is None else len(key),
+                                            -1 if value is None else len(value)), size >= self._full_at
                 last.full = True
-            if abort_on_new_batch and (
-                    last is None or last.full or last.builder is None
-                    or last.builder.size() + est > self.batch_size):
-                # no open batch takes the record: close the last one (sendable at once) and
-                # let the caller move on, before any wait for memory
-                if last is not None:
-                    last.full = True
-                return None, True
-            if not memory_ok:
-                self._wait_for_memory(total, max_block_s)
-                dq = self._batches.get(tp)  # another thread may have created it meanwhile
-                last = dq[-1] if dq else None
-                if last is not None and not last.full and last.builder is not None:
-                    first = last.try_append(timestamp, key, value, headers_encoded)
-                    if first is not None:
-                        last.reserved += est
-                        self._used += est
-                        return first, last.is_full(self.batch_size)
-            if dq is None:
-                dq = self._batches[tp] = collections.deque()
-            builder = BatchEncoder(self._codec, True, max(self.batch_size, total),
-                                   gzip_level=self._gzip_level)
-            batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
-            first = batch.try_append(timestamp, key, value, headers_encoded)
-            assert first is not None  # the first record always fits
-            batch.reserved = total
-            self._used += total
-            dq.append(batch)
-            self._incomplete[batch] = None
-            return first, True
+            return self._append_new_batch(tp, dq, last, timestamp, key, value, headers_encoded,
+                                          max_block_s, abort_on_new_batch)
+
+    def _append_new_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
+                          last: ProducerBatch | None, timestamp: int, key: bytes | None,
+                          value: bytes | None, headers_encoded: bytes, max_block_s: float,
+                          abort_on_new_batch: bool) -> tuple[RecordFuture | None, bool]:
+        """``append`` when no open batch of ``tp`` takes the record (caller holds the lock)."""
+        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
+        total = est + BATCH_HEADER_SIZE
+        if total > self._max_record_total:
+            self._raise_too_large(total)
+        if abort_on_new_batch:
+            # no open batch takes the record: close the last one (sendable at once) and let the
+            # caller move on, before any wait for memory
+            if last is not None:
+                last.full = True
+            return None, True
+        # Like the Java client's BufferPool: a batch reserves its whole capacity when it starts
+        # (a record larger than batch_size gets a batch of its own size), so appending to an open
+        # batch needs no accounting.
+        capacity = max(self._full_at, total)
+        deadline = time.monotonic() + max_block_s
+        while self._used + capacity > self.buffer_memory:
+            self._wait_for_memory(capacity, max(0.0, deadline - time.monotonic()), tp)
+            dq = self._batches.get(tp)  # another thread may have started one meanwhile
+            last = dq[-1] if dq else None
+            if last is not None and not last.full and last.builder is not None:
+                first = last.try_append(timestamp, key, value, headers_encoded)
+                if first is not None:
+                    return first, last.is_full(self.batch_size)
+                last.full = True  # it filled up meanwhile: wait for memory for a new one
+        if dq is None:
+            dq = self._batches[tp] = collections.deque()
+        builder = BatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
+        batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
+        first = batch.try_append(timestamp, key, value, headers_encoded)
+        assert first is not None  # the first record always fits
+        batch.reserved = capacity
+        self._used += capacity
+        dq.append(batch)
+        self._incomplete[batch] = None
+        if self._memory_waiters:
+            self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
+        return first, True
 
     def has_open_batch(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` has a batch that still takes records."""
@@ -470,13 +482,20 @@ class RecordAccumulator:
         raise errors.RecordTooLargeError(
             f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
 
-    def _wait_for_memory(self, needed: int, max_block_s: float) -> None:
+    def _wait_for_memory(self, needed: int, max_block_s: float, tp: TopicPartition | None = None) -> None:
+        """Wait (lock held) until ``needed`` bytes are free, or until another thread started an
+        open batch of ``tp`` that the record may join instead."""
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         self._memory_waiters += 1
         try:
             if self._wakeup is not None:
                 self._wakeup()  # the Sender treats every batch as ready while someone waits
             while self._used + needed > self.buffer_memory:
+                if tp is not None:
+                    dq = self._batches.get(tp)
+                    last = dq[-1] if dq else None
+                    if last is not None and not last.full and last.builder is not None:
+                        return
                 if self._closed:
                     raise errors.ClosedError("producer closed while send() waited for buffer memory")
                 remaining = deadline - time.monotonic()

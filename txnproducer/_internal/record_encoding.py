@@ -161,12 +161,14 @@ class BatchEncoder:
     def append(self, timestamp: int, key: bytes | None, value: bytes | None,
                headers_encoded: bytes, _table: list[bytes] = _TABLE, _null: bytes = _NULL,
                _join: bytes = b"") -> int:
-        """Add a record (offset delta = records so far); return its encoded size, or -1 when
-        it does not fit. ``headers_encoded`` comes from :func:`encode_headers`."""
+        """Add a record (offset delta = records so far); return the batch's size with it, or -1
+        when it does not fit. ``headers_encoded`` comes from :func:`encode_headers`."""
         offset = self._num_records
-        ts_delta = timestamp - self._first_timestamp if offset else 0
-        ts_v = _table[ts_delta + 1] if -1 <= ts_delta < _TABLE_MAX else _encode_varint(ts_delta)
-        off_v = _table[offset + 1] if offset < _TABLE_MAX else _encode_varint(offset)
+        if offset:
+            ts_delta = timestamp - self._first_timestamp
+            ts_v = _table[ts_delta + 1] if -1 <= ts_delta < _TABLE_MAX else _encode_varint(ts_delta)
+        else:
+            ts_v = _table[1]  # varint(0)
         if key is None:
             key_v = _null
             key = _join
@@ -179,23 +181,24 @@ class BatchEncoder:
         else:
             n = len(value)
             value_v = _table[n + 1] if n < _TABLE_MAX else _encode_varint(n)
-        body_len = (1 + len(ts_v) + len(off_v) + len(key_v) + len(key) + len(value_v) + len(value)
-                    + len(headers_encoded))
-        len_v = _table[body_len + 1] if body_len < _TABLE_MAX else _encode_varint(body_len)
-        required = body_len + len(len_v)
+        # the record after its length prefix: attributes, deltas, key, value, headers
+        body = _join.join((b"\x00", ts_v, _table[offset + 1] if offset < _TABLE_MAX
+                           else _encode_varint(offset), key_v, key, value_v, value, headers_encoded))
+        n = len(body)
+        len_v = _table[n + 1] if n < _TABLE_MAX else _encode_varint(n)
         buf = self._buffer
         if offset:
-            if required + len(buf) > self.batch_size:
+            if len(len_v) + n + len(buf) > self.batch_size:
                 return -1
             if timestamp > self._max_timestamp:
                 self._max_timestamp = timestamp
         else:
             self._first_timestamp = timestamp
             self._max_timestamp = timestamp
-        buf += _join.join((len_v, b"\x00", ts_v, off_v, key_v, key, value_v, value,
-                           headers_encoded))
+        buf += len_v
+        buf += body
         self._num_records = offset + 1
-        return required
+        return len(buf)
 
     def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
                            is_transactional: bool) -> None:
