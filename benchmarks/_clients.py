@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
@@ -311,6 +312,8 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
     out["scenario"] = scenario
+    if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
+        out["cpus"] = sorted(os.sched_getaffinity(0))
     return out
 
 

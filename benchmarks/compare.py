@@ -29,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,19 +94,52 @@ def kafka_home_broker(kafka_home: str) -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def parse_cpus(text: str | None) -> set[int] | None:
+    """``"0"`` or ``"0,2-3"`` -> {0} / {0, 2, 3}; None stays None (no pinning)."""
+    if not text:
+        return None
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+@contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """Run the block (which starts a child process) on ``cpus``: a child inherits its parent's
+    CPU affinity when it is created, every thread of a JVM included."""
+    if cpus is None:
+        yield
+        return
+    original = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, original)
+
+
 @contextmanager
 def target(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     """Yield (bootstrap servers, description of what they are)."""
+    broker_cpus = parse_cpus(args.broker_cpus)
+    where = "" if broker_cpus is None else f", on CPU {args.broker_cpus}"
     if args.bootstrap:
         yield args.bootstrap, f"Kafka at {args.bootstrap}"
     elif args.kafka_home:
-        with kafka_home_broker(args.kafka_home) as servers:
-            yield servers, f"Apache Kafka from {Path(args.kafka_home).name} (one KRaft node, 127.0.0.1)"
+        with ExitStack() as stack:
+            with pinned(broker_cpus):
+                servers = stack.enter_context(kafka_home_broker(args.kafka_home))
+            yield servers, (f"Apache Kafka from {Path(args.kafka_home).name} (one KRaft node, "
+                            f"127.0.0.1{where})")
     else:
-        with mock_cluster_process(brokers=1, transaction_version=args.transaction_version,
-                                  partitions=PARTITIONS) as servers:
+        with ExitStack() as stack:
+            with pinned(broker_cpus):
+                servers = stack.enter_context(mock_cluster_process(
+                    brokers=1, transaction_version=args.transaction_version, partitions=PARTITIONS))
             yield servers, (f"txnproducer MockCluster in a separate process (1 broker, "
-                            f"transaction.version={args.transaction_version})")
+                            f"transaction.version={args.transaction_version}{where})")
 
 
 def prefill(bootstrap: str, topic: str, count: int) -> None:
@@ -132,7 +165,8 @@ def log(message: str) -> None:
 
 
 def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
-               num_records: int | None, max_seconds: float, run_timeout: float) -> dict[str, Any]:
+               num_records: int | None, max_seconds: float, run_timeout: float,
+               cpus: set[int] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
            "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
     if num_records is not None:
@@ -141,7 +175,8 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
         cmd += ["--input-topic", input_topic]
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False)
+        with pinned(cpus):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"client": client, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
     wall = time.monotonic() - started
@@ -277,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="kill a run subprocess after this long (default 120 s)")
     parser.add_argument("--out-dir", default=str(HERE / "results"), help="default benchmarks/results")
     parser.add_argument("--label", help="describe the target in the table and chart (e.g. 'Kafka 4.1.0')")
+    parser.add_argument("--broker-cpus",
+                        help="run the broker compare.py starts (--kafka-home, or the MockCluster) on these "
+                             "CPUs, e.g. 0 (Linux); pin a --bootstrap broker yourself (taskset -a -p)")
+    parser.add_argument("--client-cpus", help="run every client on these CPUs, e.g. 1 (Linux)")
     parser.add_argument("--mock", action="store_true",
                         help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
                              "$KAFKA_HOME is set")
@@ -298,6 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     for c in clients:
         if c not in CLIENTS:
             parser.error(f"unknown client {c!r}; one of {', '.join(CLIENTS)}")
+    try:
+        client_cpus = parse_cpus(args.client_cpus)
+        parse_cpus(args.broker_cpus)
+    except ValueError:
+        parser.error(f"CPU lists look like 0 or 0,2-3; got {args.client_cpus!r} / {args.broker_cpus!r}")
+    if (client_cpus or args.broker_cpus) and not hasattr(os, "sched_setaffinity"):
+        parser.error("--client-cpus/--broker-cpus need Linux (os.sched_setaffinity)")
+    if args.broker_cpus and args.bootstrap:
+        parser.error("--broker-cpus pins a broker compare.py starts; pin a --bootstrap broker with "
+                     "taskset -a -p CPUS PID")
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = uuid.uuid4().hex[:6]
@@ -321,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
                     result = run_client(client, scenario, bootstrap, topics[(scenario, client)],
                                         input_topic if scenario == "S4" else None, counts[scenario],
-                                        bound, args.run_timeout)
+                                        bound, args.run_timeout, client_cpus)
                     result["round"] = round_no
                     runs.append(result)
                     if "error" in result or "skipped" in result:
@@ -335,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     med = medians(runs)
     machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
                f"Python {platform.python_version()}")
+    if args.client_cpus:
+        machine += f", clients on CPU {args.client_cpus}"
     report = {
         "target": description,
         "machine": machine,

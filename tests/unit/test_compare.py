@@ -1,0 +1,63 @@
+"""benchmarks/compare.py: the CPU placement options (the rest is exercised by `make bench`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _keep_signal_handlers() -> Any:
+    """compare.main() installs SIGTERM/SIGINT handlers for its own process; give pytest its own back."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def _compare() -> Any:
+    spec = importlib.util.spec_from_file_location("_bench_compare", ROOT / "benchmarks" / "compare.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cpu_lists_are_parsed_like_taskset() -> None:
+    compare = _compare()
+    assert compare.parse_cpus(None) is None and compare.parse_cpus("") is None
+    assert compare.parse_cpus("1") == {1}
+    assert compare.parse_cpus("0,2-4") == {0, 2, 3, 4}
+    with pytest.raises(ValueError):
+        compare.parse_cpus("one")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
+def test_clients_run_on_the_given_cpus_and_the_report_says_so(tmp_path: Path) -> None:
+    compare = _compare()
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    code = compare.main(["--mock", "--scale", "0.002", "--rounds", "1", "--scenarios", "S2",
+                         "--clients", "txnproducer", "--client-cpus", str(cpu), "--broker-cpus", str(cpu),
+                         "--out-dir", str(tmp_path)])
+    assert code == 0
+    assert os.sched_getaffinity(0) == before  # compare.py itself is not left pinned
+    report = json.loads((tmp_path / "results.json").read_text())
+    (run,) = report["runs"]
+    assert "error" not in run and run["cpus"] == [cpu]
+    assert f"clients on CPU {cpu}" in report["machine"] and f"on CPU {cpu}" in report["target"]
+
+
+def test_a_broker_it_did_not_start_cannot_be_pinned(capsys: pytest.CaptureFixture[str]) -> None:
+    compare = _compare()
+    with pytest.raises(SystemExit):
+        compare.main(["--bootstrap", "127.0.0.1:1", "--broker-cpus", "0"])
+    assert "taskset" in capsys.readouterr().err
