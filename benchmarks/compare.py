@@ -195,7 +195,7 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]
     for scenario, key, _, _ in METRICS:
         for client in CLIENTS:
             values = [v for r in runs if r.get("scenario") == scenario and r.get("client") == client
-                      and "error" not in r and "skipped" not in r
+                      and "error" not in r and "skipped" not in r and not r.get("warmup")
                       for v in [metric_value(r, key)] if v is not None]
             if values:
                 out.setdefault(scenario, {}).setdefault(client, {})[key] = statistics.median(values)
@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transaction-version", type=int, choices=(1, 2), default=2,
                         help="transaction.version of the MockCluster (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of A B C (default 3)")
+    parser.add_argument("--warmup-rounds", type=int, default=0,
+                        help="rounds run first and left out of the medians (a freshly started broker's "
+                             "JIT makes its first minute slow for every client)")
     parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated (default all three)")
     parser.add_argument("--scale", type=float, default=1.0,
@@ -364,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         if "S4" in scenarios:
             log(f"filling {input_topic} with {counts['S4']} records for S4")
             prefill(bootstrap, input_topic, counts["S4"])
-        for round_no in range(1, args.rounds + 1):
+        for round_no in range(1 - args.warmup_rounds, args.rounds + 1):
             for scenario in scenarios:
                 for client in clients:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
@@ -372,13 +375,16 @@ def main(argv: list[str] | None = None) -> int:
                                         input_topic if scenario == "S4" else None, counts[scenario],
                                         bound, args.run_timeout, client_cpus)
                     result["round"] = round_no
+                    if round_no < 1:
+                        result["warmup"] = True
                     runs.append(result)
                     if "error" in result or "skipped" in result:
                         why = result.get("error") or result["skipped"]
                         log(f"round {round_no} {scenario} {client}: {why}")
                     else:
                         lat = result["commit_latency_ms"]
-                        log(f"round {round_no} {scenario} {client}: {result['records_per_s']:,.0f} rec/s, "
+                        log(f"round {round_no if round_no > 0 else 'warm-up'} {scenario} {client}: "
+                            f"{result['records_per_s']:,.0f} rec/s, "
                             f"{result['transactions_per_s']:,.1f} txn/s, commit p50 {lat['p50']:.2f} ms, "
                             f"p99 {lat['p99']:.2f} ms, RSS {result['peak_rss_mib']:.1f} MiB")
     med = medians(runs)
@@ -392,13 +398,15 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "started_unix": started,
         "rounds": args.rounds,
+        "warmup_rounds": args.warmup_rounds,
         "scenarios": {s: SCENARIOS[s] | {"num_records": counts[s]} for s in scenarios},
         "runs": runs,
         "medians": med,
     }
     (out_dir / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     table = markdown_table(med, clients)
-    header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds, medians; "
+    warmup = f" after {args.warmup_rounds} warm-up round(s)" if args.warmup_rounds else ""
+    header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds{warmup}, medians; "
               f"100-byte values, linger 5 ms, 3 partitions.\n\n")
     (out_dir / "results.md").write_text(header + table + "\n")
     if chart(med, clients, out_dir / "results.png", f"Transactional producers — {description}"):

@@ -41,17 +41,19 @@ def test_cpu_lists_are_parsed_like_taskset() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
-def test_clients_run_on_the_given_cpus_and_the_report_says_so(tmp_path: Path) -> None:
+def test_clients_run_on_the_given_cpus_after_a_warmup_round_and_the_report_says_so(tmp_path: Path) -> None:
     compare = _compare()
     cpu = min(os.sched_getaffinity(0))
     before = os.sched_getaffinity(0)
-    code = compare.main(["--mock", "--scale", "0.002", "--rounds", "1", "--scenarios", "S2",
-                         "--clients", "txnproducer", "--client-cpus", str(cpu), "--broker-cpus", str(cpu),
-                         "--out-dir", str(tmp_path)])
+    code = compare.main(["--mock", "--scale", "0.002", "--rounds", "1", "--warmup-rounds", "1",
+                         "--scenarios", "S2", "--clients", "txnproducer", "--client-cpus", str(cpu),
+                         "--broker-cpus", str(cpu), "--out-dir", str(tmp_path)])
     assert code == 0
     assert os.sched_getaffinity(0) == before  # compare.py itself is not left pinned
     report = json.loads((tmp_path / "results.json").read_text())
-    (run,) = report["runs"]
+    warmup, run = report["runs"]
+    assert warmup["warmup"] and "warmup" not in run  # the medians are the measured round's
+    assert report["medians"]["S2"]["txnproducer"]["transactions_per_s"] == run["transactions_per_s"]
     assert "error" not in run and run["cpus"] == [cpu]
     assert f"clients on CPU {cpu}" in report["machine"] and f"on CPU {cpu}" in report["target"]
 
