@@ -181,6 +181,8 @@ class PerfResult:
         if "records_per_batch" in self.extra:
             batching = (f"; {self.extra['batches_sent']} batches, "
                         f"{self.extra['records_per_batch']:.1f} records/batch")
+            if "batches_per_request" in self.extra:
+                batching += f", {self.extra['batches_per_request']:.2f} batches/request"
         return (
             f"{self.client}: {self.records} records in {self.transactions} transactions, "
             f"{self.elapsed_s:.2f} s: {self.records_per_s:,.0f} records/s, {self.mb_per_s:.2f} MB/s, "
@@ -333,10 +335,14 @@ def producer_diagnostics(producer: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"transaction_version": producer.transaction_version}
     metrics = producer.metrics()
     batches = metrics.get("batches_sent", 0.0)
+    requests = metrics.get("produce_requests_sent", 0.0)
     out["batches_sent"] = int(batches)
+    out["produce_requests_sent"] = int(requests)
     if batches:
         out["records_per_batch"] = metrics.get("records_sent", 0.0) / batches
         out["bytes_per_batch"] = metrics.get("bytes_sent", 0.0) / batches
+    if requests:
+        out["batches_per_request"] = batches / requests
     return out
 
 

@@ -1039,11 +1039,12 @@ def test_add_partitions_go_before_end_txn_and_find_coordinator_first() -> None:
 def test_metrics_snapshot_has_java_names_and_counts() -> None:
     tm, _, metrics = initialized()
     tm.begin_transaction()
-    metrics.record_batch_sent(record_count=3, size_bytes=120)
+    metrics.record_produce_request(batch_count=2, record_count=3, size_bytes=120)
     metrics.record_retry()
     metrics.record_error(2)
     snap = metrics.snapshot()
-    assert snap[m.RECORDS_SENT] == 3 and snap[m.BATCHES_SENT] == 1 and snap[m.BYTES_SENT] == 120
+    assert snap[m.RECORDS_SENT] == 3 and snap[m.BATCHES_SENT] == 2 and snap[m.BYTES_SENT] == 120
+    assert snap[m.PRODUCE_REQUESTS] == 1
     assert snap[m.RETRIES] == 1 and snap[m.ERRORS] == 2
     assert snap[m.TXN_BEGIN_TIME_NS_TOTAL] > 0 and snap[m.TXN_INIT_TIME_NS_TOTAL] > 0
     assert set(m.METRIC_NAMES) <= set(snap)

@@ -20,6 +20,7 @@ TXN_ABORT_TIME_NS_TOTAL = "txn_abort_time_ns_total"
 RECORDS_SENT = "records_sent"
 BATCHES_SENT = "batches_sent"
 BYTES_SENT = "bytes_sent"
+PRODUCE_REQUESTS = "produce_requests_sent"
 RETRIES = "retries"
 ERRORS = "errors"
 
@@ -32,6 +33,7 @@ METRIC_NAMES: tuple[str, ...] = (
     RECORDS_SENT,
     BATCHES_SENT,
     BYTES_SENT,
+    PRODUCE_REQUESTS,
     RETRIES,
     ERRORS,
 )
@@ -54,9 +56,11 @@ class ProducerMetrics:
         self.add(name, float(max(0, elapsed_ns)))
 
     # convenience for the Sender's hot path
-    def record_batch_sent(self, record_count: int, size_bytes: int) -> None:
+    def record_produce_request(self, batch_count: int, record_count: int, size_bytes: int) -> None:
+        """One Produce request carrying ``batch_count`` batches (at most one per partition)."""
         with self._lock:
-            self._values[BATCHES_SENT] += 1
+            self._values[PRODUCE_REQUESTS] += 1
+            self._values[BATCHES_SENT] += batch_count
             self._values[RECORDS_SENT] += record_count
             self._values[BYTES_SENT] += size_bytes
 

@@ -363,7 +363,7 @@ class Sender(threading.Thread):
             topic_data=topic_data,
         )
         if self._metrics is not None:
-            self._metrics.record_batch_sent(records, size)
+            self._metrics.record_produce_request(len(batches), records, size)
         future = self._net.send(node, request)
         future.add_callback(lambda response: self._on_produce_response(batches, response, names_by_id))
         future.add_errback(lambda exc: self._on_produce_failure(batches, exc))
