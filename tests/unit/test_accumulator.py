@@ -313,10 +313,22 @@ def test_record_too_large_is_rejected_before_queueing() -> None:
     assert acc.queued_batches == 0 and acc2.queued_batches == 0
 
 
+def test_a_rejected_record_leaves_the_open_batch_as_it_was() -> None:
+    acc, _, _ = make(max_request_size=1000, batch_size=900)
+    first, _ = append(acc, value=b"x" * 10)
+    with pytest.raises(errors.RecordTooLargeError):
+        append(acc, value=b"x" * 1000)
+    second, _ = append(acc, value=b"x" * 10)
+    batch = acc.drain(leader, {1})[1][0]  # both in one batch: the rejected record closed nothing
+    assert batch.record_count == 2 and acc.queued_batches == 0
+    acc.complete(batch, 40, -1)
+    assert (first.get(0).offset, second.get(0).offset) == (40, 41)
+
+
 def test_full_buffer_memory_blocks_then_times_out() -> None:
     acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
     append(acc, value=b"x" * 800)
-    with pytest.raises(errors.TimeoutError, match="buffer_memory"):
+    with pytest.raises(errors.TimeoutError, match="buffer_memory=1000 stayed exhausted for max_block_ms=50"):
         append(acc, value=b"x" * 300, max_block_s=0.05)
 
 
@@ -366,9 +378,9 @@ def test_appends_that_waited_for_memory_keep_each_others_batches() -> None:
     waiting = threading.Semaphore(0)
     wait_for_memory = acc._wait_for_memory
 
-    def announce_then_wait(needed: int, max_block_s: float, tp: Any = None) -> None:
+    def announce_then_wait(needed: int, deadline: float, max_block_s: float, tp: Any) -> None:
         waiting.release()  # called under the accumulator lock, just before it waits
-        wait_for_memory(needed, max_block_s, tp)
+        wait_for_memory(needed, deadline, max_block_s, tp)
 
     acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
     results: list[Any] = []

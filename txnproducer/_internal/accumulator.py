@@ -421,7 +421,6 @@ class RecordAccumulator:
                         last.record_count = index + 1
                         return RecordFuture(last, index, timestamp, -1 if key is None else len(key),
                                             -1 if value is None else len(value)), size >= self._full_at
-                last.full = True
             return self._append_new_batch(tp, dq, last, timestamp, key, value, headers_encoded,
                                           max_block_s, abort_on_new_batch)
 
@@ -433,20 +432,19 @@ class RecordAccumulator:
         est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
         if total > self._max_record_total:
-            self._raise_too_large(total)
+            self._raise_too_large(total)  # before anything changes: the open batch stays open
+        if last is not None:
+            last.full = True  # it did not take the record: sendable at once
         if abort_on_new_batch:
-            # no open batch takes the record: close the last one (sendable at once) and let the
-            # caller move on, before any wait for memory
-            if last is not None:
-                last.full = True
+            # the sticky partitioner's record: let the caller move on, before any wait for memory
             return None, True
         # Like the Java client's BufferPool: a batch reserves its whole capacity when it starts
         # (a record larger than batch_size gets a batch of its own size), so appending to an open
         # batch needs no accounting.
         capacity = max(self._full_at, total)
-        deadline = time.monotonic() + max_block_s
+        deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         while self._used + capacity > self.buffer_memory:
-            self._wait_for_memory(capacity, max(0.0, deadline - time.monotonic()), tp)
+            self._wait_for_memory(capacity, deadline, max_block_s, tp)
             dq = self._batches.get(tp)  # another thread may have started one meanwhile
             last = dq[-1] if dq else None
             if last is not None and not last.full and last.builder is not None:
@@ -482,20 +480,20 @@ class RecordAccumulator:
         raise errors.RecordTooLargeError(
             f"record of about {total} bytes is larger than buffer_memory={self.buffer_memory}")
 
-    def _wait_for_memory(self, needed: int, max_block_s: float, tp: TopicPartition | None = None) -> None:
+    def _wait_for_memory(self, needed: int, deadline: float, max_block_s: float,
+                         tp: TopicPartition) -> None:
         """Wait (lock held) until ``needed`` bytes are free, or until another thread started an
-        open batch of ``tp`` that the record may join instead."""
-        deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
+        open batch of ``tp`` that the record may join instead; TimeoutError at ``deadline``
+        (``time.monotonic``; ``max_block_s`` is the bound it came from, for the message)."""
         self._memory_waiters += 1
         try:
             if self._wakeup is not None:
                 self._wakeup()  # the Sender treats every batch as ready while someone waits
             while self._used + needed > self.buffer_memory:
-                if tp is not None:
-                    dq = self._batches.get(tp)
-                    last = dq[-1] if dq else None
-                    if last is not None and not last.full and last.builder is not None:
-                        return
+                dq = self._batches.get(tp)
+                last = dq[-1] if dq else None
+                if last is not None and not last.full and last.builder is not None:
+                    return
                 if self._closed:
                     raise errors.ClosedError("producer closed while send() waited for buffer memory")
                 remaining = deadline - time.monotonic()
