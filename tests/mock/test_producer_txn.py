@@ -352,6 +352,31 @@ def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_ord
     assert any(10 in e.error_codes for e in mock_cluster.request_log if e.api == "Produce")
 
 
+@TVS
+def test_a_too_large_record_split_from_its_batch_fails_with_its_neighbour_and_the_abort_is_prompt(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """A batch [too large, small] on a partition where the broker already knows the producer is
+    split; the too-large half fails for good, so the broker keeps waiting for its sequence and the
+    other half can never be written. That half fails at once (it is not retried until
+    delivery_timeout_ms), and abort_transaction() completes."""
+    mock_cluster.create_topic("tiny", partitions=1, max_message_bytes=500)
+    producer = make_producer(linger_ms=200, delivery_timeout_ms=120_000, max_block_ms=10_000)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("tiny", b"first", partition=0).get(5)  # the broker knows the producer on tiny-0
+    big = producer.send("tiny", b"x" * 1000, partition=0)
+    small = producer.send("tiny", b"small", partition=0)  # joins big's batch (linger 200 ms)
+    with pytest.raises(errors.RecordTooLargeError):
+        big.get(5)
+    with pytest.raises(errors.TxnProducerError):
+        small.get(5)
+    producer.abort_transaction(timeout=5)
+    with producer.transaction():
+        producer.send("tiny", b"fits")
+    assert committed_values(mock_cluster, "tiny", 0) == [b"fits"]
+    assert any(10 in e.error_codes for e in mock_cluster.request_log if e.api == "Produce")
+
+
 def test_a_record_larger_than_the_topic_takes_fails_and_the_transaction_aborts(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     mock_cluster.create_topic("tiny", partitions=1, max_message_bytes=500)

@@ -21,6 +21,7 @@ import kafka.errors as kerrors
 import pytest
 from kafka.future import Future
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from txnproducer._internal.direct_io import DirectConnection
 from txnproducer._internal.network import NetworkClient, QuietMissSelector
@@ -342,6 +343,30 @@ def test_an_answer_with_the_wrong_correlation_id_closes_the_connection(
         assert conn.closed
         assert all(isinstance(f.exception, kerrors.KafkaConnectionError) for f in futures)
         assert "correlation id" in str(futures[0].exception)
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_an_answer_that_cannot_be_decoded_fails_its_request_and_closes_the_connection(
+        selector: selectors.BaseSelector) -> None:
+    """Whatever the decoder raises (here an IndexError from kafka-python's InitProducerId v4
+    decoder on a garbled body), the request fails at once and the connection closes: a request
+    left waiting would hold the transaction manager forever (no timeout covers a popped request)."""
+    garbled = bytes.fromhex("00c3bdf4390f9a96f1244f1fa8ceb9d369")
+
+    def answer(correlation_id: int, _index: int) -> bytes:
+        body = struct.pack(">i", correlation_id) + garbled
+        return struct.pack(">i", len(body)) + body
+
+    broker = FakeBroker(answer)
+    conn = make_conn(selector, broker.port)
+    try:
+        future = conn.send(InitProducerIdRequest(version=4, transactional_id="t", transaction_timeout_ms=1000,
+                                                 producer_id=-1, producer_epoch=-1))
+        pump(selector, conn, lambda: future.is_done)
+        assert isinstance(future.exception, kerrors.KafkaConnectionError)
+        assert "unreadable answer" in str(future.exception) and conn.closed
     finally:
         conn.close()
         broker.close()

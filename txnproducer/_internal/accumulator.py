@@ -450,7 +450,7 @@ class RecordAccumulator:
             if last is not None and not last.full and last.builder is not None:
                 first = last.try_append(timestamp, key, value, headers_encoded)
                 if first is not None:
-                    return first, last.is_full(self.batch_size)
+                    return first, last.is_full(self._full_at)
                 last.full = True  # it filled up meanwhile: wait for memory for a new one
         if dq is None:
             dq = self._batches[tp] = collections.deque()
@@ -589,7 +589,7 @@ class RecordAccumulator:
                 if first.attempts > 0:
                     wait = first.retry_at - now
                 else:
-                    wait = 0.0 if (force or len(dq) > 1 or first.is_full(self.batch_size)) \
+                    wait = 0.0 if (force or len(dq) > 1 or first.is_full(self._full_at)) \
                         else first.created + self.linger_s - now
                 if wait <= 0:
                     nodes.add(leader)

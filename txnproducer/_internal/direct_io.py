@@ -268,7 +268,10 @@ class DirectConnection:
                     raise kerrors.CorrelationIdError(
                         f"sent correlation id {expected.correlation_id}, got {correlation_id}")
                 response = response_class.decode(frame)
-            except (ValueError, struct.error, kerrors.KafkaError) as exc:  # the stream is lost
+            except Exception as exc:  # any decode failure: the stream is lost
+                # kafka-python's decoders raise ValueError, struct.error and KafkaError, but a
+                # garbled body can also surface as IndexError and the like; whatever it is, the
+                # request must fail now and the connection close, or the request would wait forever
                 error = kerrors.KafkaConnectionError(
                     f"unreadable answer from broker {self.node_id} ({type(exc).__name__}: {exc})")
                 self.close(error)

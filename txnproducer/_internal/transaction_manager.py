@@ -696,7 +696,14 @@ class TransactionManager:
 
         UNKNOWN_PRODUCER_ID is retried only when the broker could not tell its log start offset
         (-1); OUT_OF_ORDER_SEQUENCE_NUMBER only when the batch is not the next expected one (an
-        earlier batch failed and this one is collateral); otherwise the code's retriability.
+        earlier batch failed and this one is collateral) and the transaction can still commit;
+        otherwise the code's retriability.
+
+        Why not once the transaction is doomed: then an earlier batch of the partition may have
+        failed for good, and the broker keeps waiting for that batch's sequence, which never comes
+        (this batch's bytes keep theirs). Retrying would last until ``delivery_timeout_ms`` and hold
+        up ``abort_transaction()``; the records are aborted either way, and the abort's epoch bump
+        (TV2: EndTxn; TV1: KIP-360) starts the partition's sequences again.
         """
         with self._lock:
             if self.state is State.FATAL_ERROR:
@@ -704,6 +711,8 @@ class TransactionManager:
             if error_code == UNKNOWN_PRODUCER_ID:
                 return log_start_offset == -1
             if error_code == OUT_OF_ORDER_SEQUENCE_NUMBER:
+                if self.state is State.ABORTABLE_ERROR or self.state is State.ABORTING_TRANSACTION:
+                    return False
                 return batch_epoch == self._pid.epoch and not self._sequences.is_next_sequence(
                     tp, batch_base_sequence
                 )
