@@ -142,6 +142,31 @@ def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_ord
     assert read_committed(kafka_bootstrap, topic) == {p: values[p::3] for p in range(3)}
 
 
+def test_a_too_large_record_split_from_its_batch_fails_with_its_neighbour_and_the_abort_is_prompt(
+        kafka_bootstrap: str, admin: KafkaAdminClient, make_producer: Any) -> None:
+    """A batch [too large, small] after the broker has acknowledged a batch of the producer on the
+    partition: the too-large half fails for good and Kafka answers the other half
+    OUT_OF_ORDER_SEQUENCE_NUMBER, because it waits for the failed half's sequence. That half fails
+    at once instead of being retried until delivery_timeout_ms, and the abort completes."""
+    topic = _fresh("txn-tiny")
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
+                                  topic_configs={"max.message.bytes": "500"})])
+    producer = make_producer(_fresh("tx-tiny"), linger_ms=200)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic, b"first", partition=0).get(30)
+    big = producer.send(topic, b"x" * 1000, partition=0)
+    small = producer.send(topic, b"small", partition=0)  # joins big's batch (linger 200 ms)
+    with pytest.raises(errors.RecordTooLargeError):
+        big.get(10)
+    with pytest.raises(errors.OutOfOrderSequenceError):
+        small.get(10)
+    producer.abort_transaction(timeout=10)
+    with producer.transaction():
+        producer.send(topic, b"fits")
+    assert read_committed(kafka_bootstrap, topic, partitions=1) == {0: [b"fits"]}
+
+
 def test_tv2_epoch_rises_by_one_per_transaction(topic: str, make_producer: Any) -> None:
     producer = make_producer(_fresh("tx-epoch"))
     producer.init_transactions()
