@@ -368,7 +368,7 @@ def test_a_too_large_record_split_from_its_batch_fails_with_its_neighbour_and_th
     small = producer.send("tiny", b"small", partition=0)  # joins big's batch (linger 200 ms)
     with pytest.raises(errors.RecordTooLargeError):
         big.get(5)
-    with pytest.raises(errors.TxnProducerError):
+    with pytest.raises(errors.OutOfOrderSequenceError):  # the broker waits for big's sequence
         small.get(5)
     producer.abort_transaction(timeout=5)
     with producer.transaction():

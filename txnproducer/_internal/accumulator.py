@@ -445,13 +445,13 @@ class RecordAccumulator:
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         while self._used + capacity > self.buffer_memory:
             self._wait_for_memory(capacity, deadline, max_block_s, tp)
-            dq = self._batches.get(tp)  # another thread may have started one meanwhile
-            last = dq[-1] if dq else None
-            if last is not None and not last.full and last.builder is not None:
+            last = self._open_batch(tp)  # another thread may have started one meanwhile
+            if last is not None:
                 first = last.try_append(timestamp, key, value, headers_encoded)
                 if first is not None:
                     return first, last.is_full(self._full_at)
                 last.full = True  # it filled up meanwhile: wait for memory for a new one
+            dq = self._batches.get(tp)
         if dq is None:
             dq = self._batches[tp] = collections.deque()
         builder = BatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
@@ -469,9 +469,14 @@ class RecordAccumulator:
     def has_open_batch(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` has a batch that still takes records."""
         with self._mutex:
-            dq = self._batches.get(tp)
-            last = dq[-1] if dq else None
-            return last is not None and last.builder is not None and not last.full
+            return self._open_batch(tp) is not None
+
+    def _open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
+        """``tp``'s batch that still takes records, if any (caller holds the lock; ``append``'s
+        per-record path makes the same check inline)."""
+        dq = self._batches.get(tp)
+        last = dq[-1] if dq else None
+        return last if last is not None and not last.full and last.builder is not None else None
 
     def _raise_too_large(self, total: int) -> None:
         if total > self.max_request_size:
@@ -490,9 +495,7 @@ class RecordAccumulator:
             if self._wakeup is not None:
                 self._wakeup()  # the Sender treats every batch as ready while someone waits
             while self._used + needed > self.buffer_memory:
-                dq = self._batches.get(tp)
-                last = dq[-1] if dq else None
-                if last is not None and not last.full and last.builder is not None:
+                if self._open_batch(tp) is not None:
                     return
                 if self._closed:
                     raise errors.ClosedError("producer closed while send() waited for buffer memory")
