@@ -11,6 +11,10 @@ broker (log growth, JIT, page cache) hits every client alike; every run is its o
 (records and seconds; the subprocess is killed past ``--run-timeout``). Writes ``results.json``
 (every run and the medians), ``results.md`` (the table, ratios vs each other client) and
 ``results.png`` (when matplotlib is installed: ``pip install 'txnproducer[bench]'``).
+
+``--clients txnproducer,kafka-python,confluent-kafka,java`` adds the Java client as a reference
+(S1-S3; needs a JDK and Kafka's client jars from ``--kafka-home``, ``$KAFKA_HOME`` or
+``--java-classpath``; see ``_java.py``).
 """
 
 from __future__ import annotations
@@ -41,11 +45,13 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from _clients import CLIENTS, RECORD_SIZE, SCENARIOS  # noqa: E402
+from _java import JAVA_CLIENT, JavaUnavailable, compile_bench, java_classpath, java_command, java_versions  # noqa: E402
 
 from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 
 PARTITIONS = 3
 OURS = "txnproducer"
+ALL_CLIENTS = (*CLIENTS, JAVA_CLIENT)
 
 # (scenario, metric key, label, higher is better)
 METRICS: list[tuple[str, str, str, bool]] = [
@@ -166,13 +172,22 @@ def log(message: str) -> None:
 
 def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
                num_records: int | None, max_seconds: float, run_timeout: float,
-               cpus: set[int] | None = None) -> dict[str, Any]:
-    cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
-           "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
-    if num_records is not None:
-        cmd += ["--num-records", str(num_records)]
-    if input_topic is not None:
-        cmd += ["--input-topic", input_topic]
+               cpus: set[int] | None = None, java: tuple[str, Path] | None = None) -> dict[str, Any]:
+    """One run in its own process; ``java`` is (class path, compiled classes) for the Java client."""
+    if client == JAVA_CLIENT:
+        if scenario == "S4":
+            return {"client": client, "scenario": scenario, "skipped": "S4 compares ours with kafka-python"}
+        if java is None:
+            raise ValueError("the java client needs its class path and compiled classes")
+        cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
+                           num_records or SCENARIOS[scenario]["num_records"], max_seconds, RECORD_SIZE)
+    else:
+        cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
+               "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
+        if num_records is not None:
+            cmd += ["--num-records", str(num_records)]
+        if input_topic is not None:
+            cmd += ["--input-topic", input_topic]
     started = time.monotonic()
     try:
         with pinned(cpus):
@@ -186,6 +201,9 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
         return {"client": client, "scenario": scenario, "error": f"exit {proc.returncode}: {tail}"}
     result: dict[str, Any] = json.loads(lines[-1])
     result["wall_s"] = wall
+    result["scenario"] = scenario
+    if cpus is not None:
+        result["cpus"] = sorted(cpus)
     return result
 
 
@@ -193,7 +211,7 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]
     """{scenario: {client: {metric: median over the successful runs}}}."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for scenario, key, _, _ in METRICS:
-        for client in CLIENTS:
+        for client in ALL_CLIENTS:
             values = [v for r in runs if r.get("scenario") == scenario and r.get("client") == client
                       and "error" not in r and "skipped" not in r and not r.get("warmup")
                       for v in [metric_value(r, key)] if v is not None]
@@ -251,7 +269,8 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
               ("S3", None, "S3: commit latency ms (10/txn)"),
               ("S4", "records_per_s", "S4: consume-transform-produce records/s")]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
-    colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39"}
+    colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39",
+              JAVA_CLIENT: "#5b8c3a"}
     for ax, (scenario, key, panel_title) in zip(axes.flat, panels, strict=True):
         ax.set_title(panel_title, fontsize=10)
         row = med.get(scenario, {})
@@ -306,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds run first and left out of the medians (a freshly started broker's "
                              "JIT makes its first minute slow for every client)")
     parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated (default all three)")
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help="comma-separated (default the three Python clients; add 'java' for the "
+                             "Java client as a reference)")
+    parser.add_argument("--java-classpath",
+                        help="class path with Kafka's client jars for the java client (default "
+                             "<--kafka-home or $KAFKA_HOME>/libs/*)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply each scenario's record count (e.g. 0.1 for a quick look)")
     parser.add_argument("--max-seconds", type=float, default=None,
@@ -338,8 +362,14 @@ def main(argv: list[str] | None = None) -> int:
         if s not in SCENARIOS:
             parser.error(f"unknown scenario {s!r}; one of {', '.join(SCENARIOS)}")
     for c in clients:
-        if c not in CLIENTS:
-            parser.error(f"unknown client {c!r}; one of {', '.join(CLIENTS)}")
+        if c not in ALL_CLIENTS:
+            parser.error(f"unknown client {c!r}; one of {', '.join(ALL_CLIENTS)}")
+    java_cp: str | None = None
+    if JAVA_CLIENT in clients:
+        try:
+            java_cp = java_classpath(args.java_classpath, args.kafka_home or os.environ.get("KAFKA_HOME"))
+        except JavaUnavailable as exc:
+            parser.error(str(exc))
     try:
         client_cpus = parse_cpus(args.client_cpus)
         parse_cpus(args.broker_cpus)
@@ -355,7 +385,15 @@ def main(argv: list[str] | None = None) -> int:
     suffix = uuid.uuid4().hex[:6]
     runs: list[dict[str, Any]] = []
     started = time.time()
-    with target(args) as (bootstrap, description):
+    with ExitStack() as stack:
+        java: tuple[str, Path] | None = None
+        if java_cp is not None:
+            classes = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="txnproducer-bench-java-")))
+            try:
+                java = (java_cp, compile_bench(java_cp, classes))
+            except JavaUnavailable as exc:
+                parser.error(str(exc))
+        bootstrap, description = stack.enter_context(target(args))
         description = args.label or description
         log(f"target: {description}")
         topics = {(s, c): f"bench-{s.lower()}-{c}-{suffix}" for s in scenarios for c in clients}
@@ -373,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
                     result = run_client(client, scenario, bootstrap, topics[(scenario, client)],
                                         input_topic if scenario == "S4" else None, counts[scenario],
-                                        bound, args.run_timeout, client_cpus)
+                                        bound, args.run_timeout, client_cpus, java)
                     result["round"] = round_no
                     if round_no < 1:
                         result["warmup"] = True
@@ -395,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "target": description,
         "machine": machine,
-        "versions": versions(),
+        "versions": versions() | (java_versions(java_cp) if java_cp else {}),
         "started_unix": started,
         "rounds": args.rounds,
         "warmup_rounds": args.warmup_rounds,

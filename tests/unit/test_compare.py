@@ -1,4 +1,5 @@
-"""benchmarks/compare.py: the CPU placement options (the rest is exercised by `make bench`)."""
+"""benchmarks/compare.py: the CPU placement options and the Java reference client's plumbing (the rest is
+exercised by `make bench`; the Java client itself runs in tests/broker/test_bench_java.py)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,53 @@ def test_a_broker_it_did_not_start_cannot_be_pinned(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit):
         compare.main(["--bootstrap", "127.0.0.1:1", "--broker-cpus", "0"])
     assert "taskset" in capsys.readouterr().err
+
+
+def test_the_java_client_says_what_it_needs_before_anything_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    compare = _compare()
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    with pytest.raises(SystemExit):
+        compare.main(["--mock", "--clients", "txnproducer,java", "--out-dir", str(tmp_path)])
+    assert "--kafka-home" in capsys.readouterr().err
+    (tmp_path / "libs").mkdir()
+    with pytest.raises(SystemExit):  # a directory that is not a Kafka distribution
+        compare.main(["--mock", "--clients", "java", "--kafka-home", str(tmp_path),
+                      "--out-dir", str(tmp_path)])
+    assert "no kafka-clients-*.jar" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_the_java_client_finds_kafkas_jars_and_their_version(tmp_path: Path) -> None:
+    java = _java()
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "kafka-clients-4.1.0.jar").write_bytes(b"")
+    (libs / "kafka-server-4.1.0.jar").write_bytes(b"")
+    classpath = java.java_classpath(None, str(tmp_path))
+    assert classpath == str(libs / "*")
+    assert java.java_classpath("/x/a.jar" + os.pathsep + str(libs / "*"), None).endswith("*")
+    assert java.java_versions(classpath)["kafka-clients (java)"] == "4.1.0"
+    cmd = java.java_command(classpath, tmp_path / "classes", "127.0.0.1:9092", "t", 1, 3000, 15.0, 100)
+    assert cmd[:2] == ["java", "-cp"] and cmd[2].split(os.pathsep) == [str(tmp_path / "classes"), classpath]
+    assert cmd[3:] == ["TxnBench", "127.0.0.1:9092", "t", "1", "3000", "15.0", "100"]
+
+
+def test_the_java_client_has_no_s4_and_its_medians_are_reported() -> None:
+    compare = _compare()
+    skipped = compare.run_client("java", "S4", "127.0.0.1:1", "t", "in", 10, 1.0, 5.0)
+    assert "skipped" in skipped  # decided without starting a JVM
+    runs = [{"client": "java", "scenario": "S2", "transactions_per_s": v} for v in (900.0, 700.0, 800.0)]
+    runs.append({"client": "txnproducer", "scenario": "S2", "transactions_per_s": 1600.0})
+    med = compare.medians(runs)
+    assert med["S2"]["java"]["transactions_per_s"] == 800.0
+    table = compare.markdown_table(med, ["txnproducer", "java"])
+    assert "ours vs java" in table and "| 2.00x |" in table
+
+
+def _java() -> Any:
+    spec = importlib.util.spec_from_file_location("_bench_java", ROOT / "benchmarks" / "_java.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

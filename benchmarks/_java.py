@@ -1,0 +1,89 @@
+"""The Java client as a reference column in ``compare.py`` (``--clients ...,java``).
+
+Why: the issue's targets were set against the Java client's numbers on another machine. Run in
+the same rounds, on the same broker and CPUs, it shows what the JVM client does here, so a ratio
+against kafka-python can be read against what the reference itself reaches.
+
+``TxnBench.java`` (next to this file) is compiled once per ``compare.py`` run against the
+Kafka client jars of a distribution (``<kafka home>/libs``, or ``--java-classpath``); nothing of
+Kafka's is in this repository. It runs S1-S3 with the loop of ``txnproducer.perf.run_workload``
+and prints the same JSON keys.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JAVA_CLIENT", "JavaUnavailable", "compile_bench", "java_classpath", "java_command",
+           "java_versions"]
+
+JAVA_CLIENT = "java"
+SOURCE = Path(__file__).resolve().parent / "java" / "TxnBench.java"
+_CLIENTS_JAR = re.compile(r"kafka-clients-(\d[\w.\-]*)\.jar$")
+
+
+class JavaUnavailable(Exception):
+    """The Java reference client cannot run here; the message says what is missing."""
+
+
+def _jars(classpath: str) -> list[str]:
+    jars: list[str] = []
+    for entry in classpath.split(os.pathsep):
+        jars.extend(glob.glob(entry) if "*" in entry else [entry])
+    return jars
+
+
+def java_classpath(explicit: str | None, kafka_home: str | None) -> str:
+    """The class path with Kafka's client jars: ``explicit``, else ``<kafka_home>/libs/*``."""
+    if explicit:
+        classpath = explicit
+    elif kafka_home:
+        classpath = str(Path(kafka_home) / "libs" / "*")
+    else:
+        raise JavaUnavailable("the java client needs Kafka's client jars: give --kafka-home (or set "
+                              "$KAFKA_HOME) to an unpacked Kafka distribution, or --java-classpath")
+    if not any(_CLIENTS_JAR.search(os.path.basename(jar)) for jar in _jars(classpath)):
+        raise JavaUnavailable(f"no kafka-clients-*.jar on the class path {classpath!r}")
+    return classpath
+
+
+def compile_bench(classpath: str, out_dir: Path) -> Path:
+    """Compile TxnBench.java into ``out_dir``; returns the directory to add to the class path."""
+    javac = shutil.which("javac")
+    if javac is None or shutil.which("java") is None:
+        raise JavaUnavailable("the java client needs a JDK (javac and java on PATH)")
+    proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(SOURCE)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        raise JavaUnavailable(f"javac failed on {SOURCE.name}: {proc.stderr.strip()[-1500:]}")
+    return out_dir
+
+
+def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, records_per_txn: int,
+                 num_records: int, max_seconds: float, record_size: int) -> list[str]:
+    """One S1-S3 run of the Java client (the JVM's default settings, as a user would start it)."""
+    return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
+            str(records_per_txn), str(num_records), str(max_seconds), str(record_size)]
+
+
+def java_versions(classpath: str) -> dict[str, Any]:
+    """The JVM's and kafka-clients' versions, for the report."""
+    out: dict[str, Any] = {}
+    for jar in _jars(classpath):
+        match = _CLIENTS_JAR.search(os.path.basename(jar))
+        if match:
+            out["kafka-clients (java)"] = match.group(1)
+            break
+    try:
+        proc = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60, check=False)
+        first = (proc.stderr or proc.stdout).strip().splitlines()
+        out["java"] = first[0] if first else "unknown"
+    except (OSError, subprocess.SubprocessError) as exc:
+        out["java"] = f"unavailable ({exc})"
+    return out

@@ -1,0 +1,69 @@
+"""The Java reference client of benchmarks/compare.py commits what it reports.
+
+Its numbers sit next to ours in the performance tables, so it must do the same work: every
+record it counts committed and readable by a read_committed consumer. Needs a JDK and Kafka's
+client jars ($KAFKA_HOME/libs); skips otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _java_module() -> Any:
+    spec = importlib.util.spec_from_file_location("_bench_java", ROOT / "benchmarks" / "_java.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_bench_java", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: str, tmp_path: Path) -> None:
+    java = _java_module()
+    try:
+        classpath = java.java_classpath(None, os.environ.get("KAFKA_HOME"))
+        classes = java.compile_bench(classpath, tmp_path)
+    except java.JavaUnavailable as exc:
+        pytest.skip(f"no Java reference client here: {exc}")
+    topic = f"bench-java-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+    finally:
+        admin.close()
+
+    cmd = java.java_command(classpath, classes, kafka_bootstrap, topic, 10, 50, 60.0, 100)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    assert (result["client"], result["records"], result["transactions"]) == ("java", 50, 5)
+    assert result["commit_latency_ms"]["count"] == 5 and result["commit_latency_ms"]["p50"] > 0
+    assert result["peak_rss_mib"] > 0 and result["cpu_us_per_record"] > 0
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, isolation_level="read_committed",
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        partitions = [TopicPartition(topic, p) for p in range(3)]
+        consumer.assign(partitions)
+        values: list[bytes] = []
+        while len(values) < 50:
+            batch = consumer.poll(timeout_ms=20_000)
+            assert batch, f"only {len(values)} of 50 committed records readable"
+            values.extend(r.value for records in batch.values() for r in records)
+    finally:
+        consumer.close()
+    assert len(values) == 50 and len(set(values)) == 1 and len(values[0]) == 100
