@@ -20,10 +20,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JAVA_CLIENT", "JavaUnavailable", "compile_bench", "java_classpath", "java_command",
-           "java_versions"]
+__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "JavaUnavailable", "compile_bench", "java_classpath",
+           "java_command", "java_versions", "kafka_clients_version"]
 
 JAVA_CLIENT = "java"
+JAVA_WARMUP_S = 3.0  # untimed seconds of the scenario's loop before a Java run is measured
 SOURCE = Path(__file__).resolve().parent / "java" / "TxnBench.java"
 _CLIENTS_JAR = re.compile(r"kafka-clients-(\d[\w.\-]*)\.jar$")
 
@@ -33,9 +34,14 @@ class JavaUnavailable(Exception):
 
 
 def _jars(classpath: str) -> list[str]:
+    """The jar files a JVM would load from ``classpath``: ``dir/*`` is every jar in ``dir`` (the
+    only wildcard Java expands); other entries count only if the file exists."""
     jars: list[str] = []
     for entry in classpath.split(os.pathsep):
-        jars.extend(glob.glob(entry) if "*" in entry else [entry])
+        if entry.endswith("*") and os.path.basename(entry) == "*":
+            jars.extend(sorted(glob.glob(os.path.join(os.path.dirname(entry), "*.jar"))))
+        elif entry.endswith(".jar") and os.path.isfile(entry):
+            jars.append(entry)
     return jars
 
 
@@ -48,8 +54,9 @@ def java_classpath(explicit: str | None, kafka_home: str | None) -> str:
     else:
         raise JavaUnavailable("the java client needs Kafka's client jars: give --kafka-home (or set "
                               "$KAFKA_HOME) to an unpacked Kafka distribution, or --java-classpath")
-    if not any(_CLIENTS_JAR.search(os.path.basename(jar)) for jar in _jars(classpath)):
-        raise JavaUnavailable(f"no kafka-clients-*.jar on the class path {classpath!r}")
+    if kafka_clients_version(classpath) is None:
+        raise JavaUnavailable(f"no kafka-clients-*.jar on the class path {classpath!r} (a folder "
+                              "of jars is given as DIR/*)")
     return classpath
 
 
@@ -58,28 +65,40 @@ def compile_bench(classpath: str, out_dir: Path) -> Path:
     javac = shutil.which("javac")
     if javac is None or shutil.which("java") is None:
         raise JavaUnavailable("the java client needs a JDK (javac and java on PATH)")
-    proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(SOURCE)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    try:
+        proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(SOURCE)],
+                              capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise JavaUnavailable(f"javac could not compile {SOURCE.name}: {exc}") from exc
     if proc.returncode != 0:
         raise JavaUnavailable(f"javac failed on {SOURCE.name}: {proc.stderr.strip()[-1500:]}")
     return out_dir
 
 
 def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, records_per_txn: int,
-                 num_records: int, max_seconds: float, record_size: int) -> list[str]:
-    """One S1-S3 run of the Java client (the JVM's default settings, as a user would start it)."""
+                 num_records: int, max_seconds: float, record_size: int,
+                 warmup_seconds: float = 0.0) -> list[str]:
+    """One S1-S3 run of the Java client, after ``warmup_seconds`` of the same loop untimed.
+
+    The JVM runs with its defaults, as a user would start it; note that its garbage collector
+    then depends on the CPUs it may use (Serial on one CPU, G1 on two or more)."""
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
-            str(records_per_txn), str(num_records), str(max_seconds), str(record_size)]
+            str(records_per_txn), str(num_records), str(max_seconds), str(record_size),
+            str(warmup_seconds)]
+
+
+def kafka_clients_version(classpath: str) -> str | None:
+    """The version in the name of the first kafka-clients jar on ``classpath``."""
+    for jar in _jars(classpath):
+        match = _CLIENTS_JAR.search(os.path.basename(jar))
+        if match:
+            return match.group(1)
+    return None
 
 
 def java_versions(classpath: str) -> dict[str, Any]:
     """The JVM's and kafka-clients' versions, for the report."""
-    out: dict[str, Any] = {}
-    for jar in _jars(classpath):
-        match = _CLIENTS_JAR.search(os.path.basename(jar))
-        if match:
-            out["kafka-clients (java)"] = match.group(1)
-            break
+    out: dict[str, Any] = {"kafka-clients (java)": kafka_clients_version(classpath)}
     try:
         proc = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60, check=False)
         first = (proc.stderr or proc.stdout).strip().splitlines()

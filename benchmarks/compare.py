@@ -45,7 +45,15 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from _clients import CLIENTS, RECORD_SIZE, SCENARIOS  # noqa: E402
-from _java import JAVA_CLIENT, JavaUnavailable, compile_bench, java_classpath, java_command, java_versions  # noqa: E402
+from _java import (  # noqa: E402
+    JAVA_CLIENT,
+    JAVA_WARMUP_S,
+    JavaUnavailable,
+    compile_bench,
+    java_classpath,
+    java_command,
+    java_versions,
+)
 
 from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 
@@ -180,7 +188,8 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
         if java is None:
             raise ValueError("the java client needs its class path and compiled classes")
         cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
-                           num_records or SCENARIOS[scenario]["num_records"], max_seconds, RECORD_SIZE)
+                           num_records or SCENARIOS[scenario]["num_records"], max_seconds, RECORD_SIZE,
+                           JAVA_WARMUP_S)
     else:
         cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
                "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
@@ -202,8 +211,8 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
     result: dict[str, Any] = json.loads(lines[-1])
     result["wall_s"] = wall
     result["scenario"] = scenario
-    if cpus is not None:
-        result["cpus"] = sorted(cpus)
+    if "cpus" not in result and hasattr(os, "sched_getaffinity"):  # the JVM does not say
+        result["cpus"] = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
     return result
 
 
@@ -364,8 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     for c in clients:
         if c not in ALL_CLIENTS:
             parser.error(f"unknown client {c!r}; one of {', '.join(ALL_CLIENTS)}")
+    if args.java_classpath and JAVA_CLIENT not in clients:
+        parser.error("--java-classpath is for the java client: add java to --clients")
     java_cp: str | None = None
-    if JAVA_CLIENT in clients:
+    if JAVA_CLIENT in clients and set(scenarios) - {"S4"}:  # the Java client has no S4
         try:
             java_cp = java_classpath(args.java_classpath, args.kafka_home or os.environ.get("KAFKA_HOME"))
         except JavaUnavailable as exc:
@@ -396,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap, description = stack.enter_context(target(args))
         description = args.label or description
         log(f"target: {description}")
-        topics = {(s, c): f"bench-{s.lower()}-{c}-{suffix}" for s in scenarios for c in clients}
+        topics = {(s, c): f"bench-{s.lower()}-{c}-{suffix}" for s in scenarios for c in clients
+                  if not (s == "S4" and c == JAVA_CLIENT)}
         input_topic = f"bench-s4-in-{suffix}"
         needed = list(topics.values()) + ([input_topic] if "S4" in scenarios else [])
         for topic in needed:
@@ -409,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
             for scenario in scenarios:
                 for client in clients:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
-                    result = run_client(client, scenario, bootstrap, topics[(scenario, client)],
+                    result = run_client(client, scenario, bootstrap, topics.get((scenario, client), ""),
                                         input_topic if scenario == "S4" else None, counts[scenario],
                                         bound, args.run_timeout, client_cpus, java)
                     result["round"] = round_no

@@ -25,16 +25,21 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * run, on the same broker and CPUs, it shows how much of a scenario is the broker's time and how
  * much is the client's.
  *
+ * WARMUP_SECONDS of the same loop run first, untimed: the JVM compiles the client's hot paths
+ * during its first seconds, a cost a long-running application pays once (like init, which is
+ * not timed for any client). txnproducer and the other Python clients have no JIT to warm.
+ *
  * Usage: java -cp <kafka libs>/*:. TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS
- *        MAX_SECONDS RECORD_SIZE
+ *        MAX_SECONDS RECORD_SIZE [WARMUP_SECONDS]
  */
 public final class TxnBench {
     private TxnBench() {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 6) {
-            System.err.println("usage: TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS MAX_SECONDS RECORD_SIZE");
+        if (args.length != 6 && args.length != 7) {
+            System.err.println("usage: TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS MAX_SECONDS "
+                    + "RECORD_SIZE [WARMUP_SECONDS]");
             System.exit(2);
         }
         String bootstrap = args[0];
@@ -43,6 +48,7 @@ public final class TxnBench {
         int numRecords = Integer.parseInt(args[3]);
         double maxSeconds = Double.parseDouble(args[4]);
         int recordSize = Integer.parseInt(args[5]);
+        double warmupSeconds = args.length == 7 ? Double.parseDouble(args[6]) : 0.0;
 
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -69,6 +75,14 @@ public final class TxnBench {
             long t0 = System.nanoTime();
             producer.initTransactions();
             initS = (System.nanoTime() - t0) / 1e9;
+            long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+            while (System.nanoTime() < warmupEnd) {
+                producer.beginTransaction();
+                for (int i = 0; i < perTxn; i++) {
+                    producer.send(new ProducerRecord<>(topic, payload));
+                }
+                producer.commitTransaction();
+            }
             long cpuStart = os.getProcessCpuTime();
             long appCpuStart = threads.getCurrentThreadCpuTime();
             long start = System.nanoTime();
@@ -100,12 +114,13 @@ public final class TxnBench {
         field(out, "records", Long.toString(sent));
         field(out, "transactions", Long.toString(transactions));
         field(out, "record_size", Integer.toString(recordSize));
+        field(out, "warmup_s", num(warmupSeconds));
         field(out, "elapsed_s", num(elapsedS));
         field(out, "init_s", num(initS));
         field(out, "cpu_s", num(cpuS));
         field(out, "app_cpu_s", num(appCpuS));
         field(out, "records_per_s", num(sent / elapsedS));
-        field(out, "mb_per_s", num(sent * (double) recordSize / elapsedS / 1e6));
+        field(out, "mb_per_s", num(sent * (double) recordSize / elapsedS / (1024.0 * 1024.0)));
         field(out, "transactions_per_s", num(transactions / elapsedS));
         field(out, "cpu_us_per_record", num(sent > 0 ? cpuS / sent * 1e6 : 0.0));
         field(out, "cpu_us_per_transaction", num(transactions > 0 ? cpuS / transactions * 1e6 : 0.0));

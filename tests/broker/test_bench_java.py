@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,16 @@ from kafka.admin import KafkaAdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _java_module() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_java", ROOT / "benchmarks" / "_java.py")
+def _module(name: str, file: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_bench_java", module)
     spec.loader.exec_module(module)
     return module
 
 
 def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: str, tmp_path: Path) -> None:
-    java = _java_module()
+    java = _module("_bench_java", "_java.py")
     try:
         classpath = java.java_classpath(None, os.environ.get("KAFKA_HOME"))
         classes = java.compile_bench(classpath, tmp_path)
@@ -52,7 +50,10 @@ def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: s
     result = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
     assert (result["client"], result["records"], result["transactions"]) == ("java", 50, 5)
     assert result["commit_latency_ms"]["count"] == 5 and result["commit_latency_ms"]["p50"] > 0
-    assert result["peak_rss_mib"] > 0 and result["cpu_us_per_record"] > 0
+    assert result["peak_rss_mib"] > 0 and result["elapsed_s"] > 0
+    compare = _module("_bench_compare", "compare.py")
+    read = {key for _, key, _, _ in compare.METRICS if not key.startswith("commit_")}
+    assert read <= result.keys()  # every number compare.py reads for S1-S3 is there
 
     consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, isolation_level="read_committed",
                              enable_auto_commit=False, auto_offset_reset="earliest")

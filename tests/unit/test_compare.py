@@ -78,6 +78,10 @@ def test_the_java_client_says_what_it_needs_before_anything_runs(
         compare.main(["--mock", "--clients", "java", "--kafka-home", str(tmp_path),
                       "--out-dir", str(tmp_path)])
     assert "no kafka-clients-*.jar" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a class path for a client that is not run
+        compare.main(["--mock", "--clients", "txnproducer", "--java-classpath", "/x/*",
+                      "--out-dir", str(tmp_path)])
+    assert "add java to --clients" in capsys.readouterr().err
     assert not (tmp_path / "results.json").exists()
 
 
@@ -89,18 +93,37 @@ def test_the_java_client_finds_kafkas_jars_and_their_version(tmp_path: Path) -> 
     (libs / "kafka-server-4.1.0.jar").write_bytes(b"")
     classpath = java.java_classpath(None, str(tmp_path))
     assert classpath == str(libs / "*")
-    assert java.java_classpath("/x/a.jar" + os.pathsep + str(libs / "*"), None).endswith("*")
-    assert java.java_versions(classpath)["kafka-clients (java)"] == "4.1.0"
-    cmd = java.java_command(classpath, tmp_path / "classes", "127.0.0.1:9092", "t", 1, 3000, 15.0, 100)
+    assert java.kafka_clients_version(classpath) == "4.1.0"
+    single = str(libs / "kafka-clients-4.1.0.jar")
+    assert java.java_classpath("/x/a.jar" + os.pathsep + single, None).endswith(single)
+    # what a JVM would not load: a jar that does not exist, a wildcard Java does not expand
+    for bad in ("/nonexistent/kafka-clients-9.9.jar", str(libs / "kafka-clients-*.jar")):
+        with pytest.raises(java.JavaUnavailable, match="no kafka-clients"):
+            java.java_classpath(bad, None)
+    cmd = java.java_command(classpath, tmp_path / "classes", "127.0.0.1:9092", "t", 1, 3000, 15.0, 100, 3.0)
     assert cmd[:2] == ["java", "-cp"] and cmd[2].split(os.pathsep) == [str(tmp_path / "classes"), classpath]
-    assert cmd[3:] == ["TxnBench", "127.0.0.1:9092", "t", "1", "3000", "15.0", "100"]
+    assert cmd[3:] == ["TxnBench", "127.0.0.1:9092", "t", "1", "3000", "15.0", "100", "3.0"]
 
 
-def test_the_java_client_has_no_s4_and_its_medians_are_reported() -> None:
+def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
     compare = _compare()
     skipped = compare.run_client("java", "S4", "127.0.0.1:1", "t", "in", 10, 1.0, 5.0)
     assert "skipped" in skipped  # decided without starting a JVM
-    runs = [{"client": "java", "scenario": "S2", "transactions_per_s": v} for v in (900.0, 700.0, 800.0)]
+    commands: list[list[str]] = []
+
+    def fake_jvm(cmd: list[str], **_kwargs: Any) -> Any:  # TxnBench's output: no scenario, no cpus
+        commands.append(cmd)
+        tps = {"t1": 900.0, "t2": 700.0, "t3": 800.0}[cmd[5]]
+        out = json.dumps({"client": "java", "transactions_per_s": tps, "records_per_s": tps})
+        return compare.subprocess.CompletedProcess(cmd, 0, stdout="log line\n" + out + "\n", stderr="")
+
+    monkeypatch.setattr(compare.subprocess, "run", fake_jvm)
+    runs = [compare.run_client("java", "S2", "127.0.0.1:1", topic, None, 10, 1.0, 5.0,
+                               java=("cp", Path("/classes"))) for topic in ("t1", "t2", "t3")]
+    assert [c[-1] for c in commands] == [str(compare.JAVA_WARMUP_S)] * 3  # warmed up, untimed
+    assert all(r["scenario"] == "S2" and "error" not in r for r in runs)
+    if hasattr(os, "sched_getaffinity"):
+        assert runs[0]["cpus"] == sorted(os.sched_getaffinity(0))
     runs.append({"client": "txnproducer", "scenario": "S2", "transactions_per_s": 1600.0})
     med = compare.medians(runs)
     assert med["S2"]["java"]["transactions_per_s"] == 800.0
