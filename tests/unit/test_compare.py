@@ -24,12 +24,17 @@ def _keep_signal_handlers() -> Any:
         signal.signal(sig, handler)
 
 
-def _compare() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_compare", ROOT / "benchmarks" / "compare.py")
+def _load(name: str, file: str) -> Any:
+    """A benchmarks/ script as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _compare() -> Any:
+    return _load("_bench_compare", "compare.py")
 
 
 def test_cpu_lists_are_parsed_like_taskset() -> None:
@@ -132,8 +137,4 @@ def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.
 
 
 def _java() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_java", ROOT / "benchmarks" / "_java.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("_bench_java", "_java.py")
