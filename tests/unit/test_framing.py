@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kafka.protocol.frame import KafkaBytes
 
-from txnproducer._internal.framing import RequestFramer, read_response_header
+from txnproducer._internal.protocol.framing import RequestFramer, read_response_header
 from txnproducer.testing import _proto
 
 # api key -> field values (left-out fields take their defaults; fields a version lacks are dropped)

@@ -26,16 +26,14 @@ from kafka.protocol.parser import KafkaProtocol
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.structs import TopicPartition
 
-from txnproducer._internal.produce_codec import (
-    MAX_VERSION,
-    MIN_VERSION,
-    ProduceRequestData,
+from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records
+from txnproducer._internal.protocol.produce_response import (
     ProduceResponseData,
     ProduceResponseType,
-    Records,
     decode_produce_response,
     response_type,
 )
+from txnproducer._internal.protocol.produce_versions import MAX_VERSION, MIN_VERSION
 from txnproducer._internal.sender import Sender
 
 VERSIONS = list(range(MIN_VERSION, MAX_VERSION + 1))

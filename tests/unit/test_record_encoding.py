@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from txnproducer._internal.record_encoding import (
+from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     BatchEncoder,
     encode_headers,

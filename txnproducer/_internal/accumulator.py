@@ -36,14 +36,14 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.record_encoding import (
+from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     MAX_RECORD_OVERHEAD,
     NO_HEADERS_ENCODED,
     BatchEncoder,
+    add_sequence,
     encode_headers,
 )
-from txnproducer._internal.txn_sequences import add_sequence
 
 __all__ = [
     "BATCH_HEADER_SIZE",

@@ -43,8 +43,8 @@ import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.protocol.frame import KafkaBytes
 
-from txnproducer._internal.framing import RequestFramer, read_response_header
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.protocol.framing import RequestFramer, read_response_header
 
 __all__ = ["DirectConnection"]
 

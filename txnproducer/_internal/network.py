@@ -30,7 +30,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.direct_io import DirectConnection
-from txnproducer._internal.produce_codec import PRODUCE_API_KEY
+from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
 from txnproducer.config import ProducerConfig
 
 __all__ = ["PRODUCE_API_KEY", "PRODUCE_MAX_WITH_NAMES", "BrokerFeatures", "NetworkClient"]

@@ -30,13 +30,8 @@ from txnproducer import errors
 from txnproducer._internal.accumulator import ProducerBatch, RecordAccumulator
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network import PRODUCE_MAX_WITH_NAMES, NetworkClient
-from txnproducer._internal.produce_codec import (
-    PartitionResponse,
-    ProduceRequestData,
-    ProduceResponseData,
-    Records,
-    TopicData,
-)
+from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
+from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer.config import ProducerConfig
 
 __all__ = ["Sender", "produce_error"]

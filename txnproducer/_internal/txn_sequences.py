@@ -13,15 +13,11 @@ from __future__ import annotations
 import attrs
 from kafka.structs import TopicPartition
 
-SEQUENCE_MODULUS = 2**31  # sequences run 0 .. 2**31 - 1 and wrap to 0
+from .protocol.record_batch import SEQUENCE_MODULUS, add_sequence
+
 NO_SEQUENCE = -1
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-
-
-def add_sequence(sequence: int, increment: int) -> int:
-    """``sequence + increment`` with the broker's wrap-around at 2**31 - 1 (negative increments too)."""
-    return (sequence + increment) % SEQUENCE_MODULUS
 
 
 @attrs.frozen

@@ -16,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.produce_codec import read_uvarint
+from txnproducer._internal.protocol.primitives import read_uvarint
 
 from . import _proto
 from ._dispatch import RequestContext, lookup

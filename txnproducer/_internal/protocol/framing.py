@@ -2,11 +2,10 @@
 
 Why: kafka-python writes and reads the request/response header with its generic schema machinery
 (``ApiHeader.encode`` / ``decode`` through ``DataContainer``). For the small transactional
-requests that is most of the cost: sampled on Kafka 4.1.0 (2026-11-22, one-record transactions,
-``py-spy --gil``), the request header encode was 40 % of sending an EndTxn and the response
-header parse took 2.7 times as long as decoding the EndTxn answer itself. A header is four fixed
-fields and, for flexible versions, an empty tagged-field section, so it is written and read here
-with ``struct``; the request and response bodies stay kafka-python's (and our Produce codec's).
+requests that is most of the cost of a request (profiles in ``benchmarks/README.md``). A header
+is four fixed fields and, for flexible versions, an empty tagged-field section, so it is written
+and read here with ``struct``; the request and response bodies stay kafka-python's (and our
+Produce codec's).
 
 ``tests/unit/test_framing.py`` checks that the frames are byte-identical to kafka-python's
 ``encode(framed=True, header=True)`` and that the answers decode to the same values.
@@ -24,7 +23,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.frame import KafkaBytes
 
-from txnproducer._internal.produce_codec import skip_tagged_fields, string16
+from .primitives import skip_tagged_fields, string16
 
 __all__ = ["RequestFramer", "read_response_header"]
 

@@ -9,17 +9,12 @@ The batch header, the CRC-32C and the codecs stay kafka-python's (``HEADER_STRUC
 ``calc_crc32c``, ``kafka.codec``), and ``tests/unit/test_record_encoding.py`` checks that the
 bytes are identical to ``DefaultRecordBatchBuilder``'s for random records.
 
-Measurement (project rule: replacing kafka-python encoding needs one), 2026-11-22, 2-core box
-shared with other jobs (load 1-2.7, so wall-clock numbers are noisy), before = kafka-python
-builder and the previous ``send()``, after = this encoder plus the trimmed ``send()``:
+The measurements that justified replacing kafka-python's encoder (a project rule) are in
+``benchmarks/README.md``.
 
-* ``send()`` application-thread CPU (``time.thread_time`` around 100 x 1000 sends of 100 B,
-  standalone MockCluster), medians of 3: 14.5 -> 7.9 µs per record.
-* ``RecordAccumulator.append`` alone (CPU, best of 5, 100 B values): 5.9 -> 3.5 µs quiet,
-  7.0-8.5 -> 4.8-5.5 µs under load.
-* ``python -m txnproducer perf --num-records 200000 --records-per-txn 1000 --record-size 100``
-  (wall clock, runs alternated before/after), median of 3: 38,700 -> 57,900 records/s
-  (25.8 -> 17.3 µs per record); a second, busier set of 3: 35,600 -> 48,200 records/s.
+Base sequences (a batch header field) are 31-bit and wrap to 0 after 2**31 - 1, as in the
+broker: :func:`add_sequence` is that arithmetic, shared by the accumulator (splitting a batch)
+and the transaction manager's sequence book.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
 __all__ = ["BATCH_HEADER_SIZE", "GZIP_DEFAULT_LEVEL", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED",
-           "BatchEncoder", "encode_headers", "varint"]
+           "SEQUENCE_MODULUS", "BatchEncoder", "add_sequence", "encode_headers", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -46,6 +41,14 @@ _CRC_OFFSET: int = _B.CRC_OFFSET
 _AFTER_LEN_OFFSET: int = _B.AFTER_LEN_OFFSET
 _TRANSACTIONAL: int = _B.TRANSACTIONAL_MASK
 _CRC = struct.Struct(">I")
+
+SEQUENCE_MODULUS = 2**31  # sequences run 0 .. 2**31 - 1 and wrap to 0
+
+
+def add_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment`` with the broker's wrap-around at 2**31 - 1 (negative increments too)."""
+    return (sequence + increment) % SEQUENCE_MODULUS
+
 
 
 def _encode_varint(value: int) -> bytes:

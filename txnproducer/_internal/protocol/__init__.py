@@ -1,0 +1,11 @@
+"""Kafka protocol knowledge with no I/O and no state: error codes, primitive types, codecs.
+
+What the room holds: the one catalogue of error codes (``error_codes``), the protocol's primitive
+types (``primitives``), the hand-written Produce request encoder and response decoder
+(``produce_request``, ``produce_response``, ``produce_versions``), magic-v2 record batch encoding
+(``record_batch``) and request/response framing (``framing``). The client and the MockCluster
+both import from here.
+
+What it may import: the standard library and kafka-python's protocol classes only - never another
+txnproducer module, so that everything else can depend on it without an import circle.
+"""
