@@ -19,196 +19,47 @@ meets the same rules.
 from __future__ import annotations
 
 import difflib
-import importlib.metadata
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
-from .errors import ConfigError
+from txnproducer._internal.config_checks import (
+    CODEC_PACKAGES,
+    COMPRESSION_TYPES,
+    DEFAULT_DELIVERY_TIMEOUT_MS,
+    DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+    DEFAULT_RETRY_BACKOFF_MAX_MS,
+    INT32_MAX,
+    boolean,
+    check_transactional_id,
+    codec_available,
+    derived_delivery_timeout,
+    derived_reconnect_backoff_max,
+    derived_retry_backoff_max,
+    doc,
+    gzip_level,
+    int_range,
+    one_of,
+    optional_callable,
+    optional_one_of,
+    optional_str,
+    software_version,
+    to_acks,
+    to_compression,
+    to_server_list,
+    to_upper,
+)
+from txnproducer.errors import ConfigError
 
 __all__ = ["COMPRESSION_TYPES", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "ProducerConfig"]
 
-COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
-INT32_MAX = 2**31 - 1
-
-# Defaults that other defaults derive from (see the ``attrs.Factory`` fields below).
-_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
-_DEFAULT_RETRY_BACKOFF_MAX_MS = 1_000
-_DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
 
 Serializer = Callable[[Any], bytes]
 Partitioner = Callable[[str, "bytes | None", "list[int]", "list[int]"], int]
-
-# --- validators --------------------------------------------------------------------------------
-# attrs validators receive (instance, attribute, value); each raises ConfigError with the message
-# format used throughout: "<key> must be <what is allowed>, got <value>".
-
-_V = TypeVar("_V")
-
-
-def _fail(name: str, allowed: str, value: object) -> ConfigError:
-    return ConfigError(f"{name} must be {allowed}, got {value!r}")
-
-
-def _int_range(lo: int, hi: int = INT32_MAX) -> Callable[[Any, attrs.Attribute[int], int], None]:
-    def check(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
-        # bool is an int subclass; "linger_ms=True" is always a mistake.
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail(attr.name, _describe_range(lo, hi), value)
-        if not lo <= value <= hi:
-            raise _fail(attr.name, _describe_range(lo, hi), value)
-
-    return check
-
-
-def _describe_range(lo: int, hi: int) -> str:
-    if hi == INT32_MAX:
-        return f"an int >= {lo}"
-    return f"an int between {lo} and {hi}"
-
-
-def _optional_str(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
-    if value is not None and not isinstance(value, str):
-        raise _fail(attr.name, "a string or None", value)
-
-
-def _bool(_inst: Any, attr: attrs.Attribute[bool], value: bool) -> None:
-    if not isinstance(value, bool):
-        raise _fail(attr.name, "True or False", value)
-
-
-def _optional_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not callable(value):
-        raise _fail(attr.name, "a callable or None", value)
-
-
-def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[str], str], None]:
-    def check(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
-        if value not in choices:
-            raise _fail(attr.name, "one of " + ", ".join(repr(c) for c in choices), value)
-
-    return check
-
-
-def _optional_one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def check(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-        if value is not None and value not in choices:
-            raise _fail(attr.name, "None or one of " + ", ".join(repr(c) for c in choices), value)
-
-    return check
-
-
-_HOST_PORT = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:,\[\]]+):\d{1,5}$")
-
-
-def _to_server_list(value: Any) -> list[str]:
-    """Accept "h1:9092,h2:9092" or ["h1:9092", "h2:9092"], as the Java client does."""
-    if isinstance(value, str):
-        items = [part.strip() for part in value.split(",")]
-    elif isinstance(value, (list, tuple)):
-        items = [part.strip() if isinstance(part, str) else part for part in value]
-    else:
-        raise _fail("bootstrap_servers", 'a "host:port" string or a list of them', value)
-    for item in items:
-        if not isinstance(item, str) or not _HOST_PORT.match(item):
-            raise ConfigError(
-                f'bootstrap_servers must be a "host:port" string or a list of them, got {value!r} '
-                f"(bad entry {item!r})"
-            )
-    if not items:
-        raise _fail("bootstrap_servers", "a non-empty list of host:port", value)
-    return items
-
-
-def _to_acks(value: Any) -> str:
-    """Normalise the spellings of "all" (-1, "-1") so the rest of the library sees one value."""
-    if value in ("all", "-1") or (value == -1 and not isinstance(value, bool)):
-        return "all"
-    raise ConfigError(
-        f"acks must be 'all' (or -1) for a transactional producer, got {value!r}: "
-        "transactions need every in-sync replica to acknowledge (Java: 'Must set acks to all in order "
-        "to use the idempotent producer')"
-    )
-
-
-def _to_compression(value: Any) -> str:
-    if isinstance(value, str):
-        lowered = value.lower()
-        if lowered in COMPRESSION_TYPES:
-            return lowered
-    if value is None:
-        return "none"
-    raise _fail("compression_type", "one of " + ", ".join(repr(c) for c in COMPRESSION_TYPES), value)
-
-
-def _gzip_level(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 9):
-        raise _fail(attr.name, "an int from 1 to 9, or -1 for the codec's default (6)", value)
-
-
-def _to_upper(value: Any) -> Any:
-    return value.upper() if isinstance(value, str) else value
-
-
-def _check_transactional_id(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise _fail(attr.name, "a non-empty string (transactions need an id)", value)
-
-
-# --- the compression codec check ----------------------------------------------------------------
-
-# codec -> (kafka.codec probe, the PyPI package that provides it)
-_CODEC_PACKAGES: dict[str, tuple[str, str]] = {
-    "snappy": ("has_snappy", "python-snappy"),
-    "lz4": ("has_lz4", "lz4"),
-    "zstd": ("has_zstd", "zstandard"),
-}
-
-
-def _codec_available(codec: str) -> bool:
-    if codec not in _CODEC_PACKAGES:
-        return True  # none and gzip (stdlib)
-    import kafka.codec
-
-    probe: Callable[[], bool] = getattr(kafka.codec, _CODEC_PACKAGES[codec][0])
-    return bool(probe())
-
-
-def _software_version() -> str:
-    try:
-        return importlib.metadata.version("txnproducer")
-    except importlib.metadata.PackageNotFoundError:
-        return "0.0.0"
-
-
-# Defaults derived from other fields. They run before the validators, so they must tolerate a
-# wrongly typed input (the validator of that input then reports it).
-
-
-def _int_or(value: object, fallback: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else fallback
-
-
-def _derived_delivery_timeout(cfg: Any) -> int:
-    linger = _int_or(cfg.linger_ms, 0)
-    request = _int_or(cfg.request_timeout_ms, 0)
-    return max(_DEFAULT_DELIVERY_TIMEOUT_MS, linger + request)
-
-
-def _derived_retry_backoff_max(cfg: Any) -> int:
-    return max(_DEFAULT_RETRY_BACKOFF_MAX_MS, _int_or(cfg.retry_backoff_ms, 0))
-
-
-def _derived_reconnect_backoff_max(cfg: Any) -> int:
-    return max(_DEFAULT_RECONNECT_BACKOFF_MAX_MS, _int_or(cfg.reconnect_backoff_ms, 0))
-
-
-def _doc(text: str, java: str | None = None) -> dict[str, str]:
-    return {"doc": text, "java": java or ""}
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -272,82 +123,82 @@ class ProducerConfig:
 
     # --- identity and cluster ----------------------------------------------------------------
     transactional_id: str = attrs.field(
-        validator=_check_transactional_id,
-        metadata=_doc(
+        validator=check_transactional_id,
+        metadata=doc(
             "Identity of the producer across restarts; a new producer with the same id "
             "fences the old one and aborts its open transaction. Required."
         ),
     )
     bootstrap_servers: list[str] = attrs.field(
         default="localhost:9092",
-        converter=_to_server_list,
-        metadata=_doc('Brokers to bootstrap from: "host:port", comma-separated string or list.'),
+        converter=to_server_list,
+        metadata=doc('Brokers to bootstrap from: "host:port", comma-separated string or list.'),
     )
     client_id: str | None = attrs.field(
         default=None,
-        validator=_optional_str,
-        metadata=_doc("Client name sent to brokers (logs, quotas). None: producer-<transactional_id>."),
+        validator=optional_str,
+        metadata=doc("Client name sent to brokers (logs, quotas). None: producer-<transactional_id>."),
     )
 
     # --- delivery guarantees (fixed by transactions) -------------------------------------------
     acks: str = attrs.field(
         default="all",
-        converter=_to_acks,
-        metadata=_doc(
+        converter=to_acks,
+        metadata=doc(
             'Only "all" (or -1) is accepted: a transaction must not commit records a '
             "leader failover could lose."
         ),
     )
     enable_idempotence: bool = attrs.field(
         default=True,
-        validator=_bool,
-        metadata=_doc("Must stay True: transactions are built on the idempotent producer."),
+        validator=boolean,
+        metadata=doc("Must stay True: transactions are built on the idempotent producer."),
     )
     max_in_flight_requests_per_connection: int = attrs.field(
         default=5,
-        validator=_int_range(1, 5),
-        metadata=_doc(
+        validator=int_range(1, 5),
+        metadata=doc(
             "Produce requests in flight per broker, 1..5; the broker keeps the last 5 "
             "batches per producer to detect duplicates, so more would break ordering."
         ),
     )
     retries: int = attrs.field(
         default=INT32_MAX,
-        validator=_int_range(1),
-        metadata=_doc("Retries of a failed batch (>= 1); in practice delivery_timeout_ms bounds them."),
+        validator=int_range(1),
+        metadata=doc("Retries of a failed batch (>= 1); in practice delivery_timeout_ms bounds them."),
     )
 
     # --- timeouts ---------------------------------------------------------------------------------
     transaction_timeout_ms: int = attrs.field(
         default=60_000,
-        validator=_int_range(1),
-        metadata=_doc(
+        validator=int_range(1),
+        metadata=doc(
             "The coordinator aborts a transaction open longer than this; must not exceed "
             "the broker's transaction.max.timeout.ms (default 900000)."
         ),
     )
     linger_ms: int = attrs.field(
         default=5,
-        validator=_int_range(0),
-        metadata=_doc("How long a partially filled batch waits for more records before it is sent."),
+        validator=int_range(0),
+        metadata=doc("How long a partially filled batch waits for more records before it is sent."),
     )
     request_timeout_ms: int = attrs.field(
         default=30_000,
-        validator=_int_range(0),
-        metadata=_doc("How long to wait for one broker answer before retrying."),
+        validator=int_range(0),
+        metadata=doc("How long to wait for one broker answer before retrying."),
     )
     delivery_timeout_ms: int = attrs.field(
-        default=attrs.Factory(lambda self: _derived_delivery_timeout(self), takes_self=True),
-        validator=_int_range(0),
-        metadata=_doc(
+        default=attrs.Factory(lambda self: derived_delivery_timeout(self), takes_self=True),
+        validator=int_range(0),
+        metadata=doc(
             "Upper bound on the time to report the outcome of send(); past it the batch "
             "fails and the transaction must abort. Must be >= linger_ms + request_timeout_ms."
         ),
     )
     max_block_ms: int = attrs.field(
         default=60_000,
-        validator=_int_range(0),
-        metadata=_doc(
+        validator=int_range(0),
+        metadata=doc(
             "Bound on blocking calls: send() waiting for buffer memory or metadata, "
             "init_transactions(), commit_transaction(), abort_transaction()."
         ),
@@ -356,31 +207,31 @@ class ProducerConfig:
     # --- batching ---------------------------------------------------------------------------------
     batch_size: int = attrs.field(
         default=16_384,
-        validator=_int_range(0),
-        metadata=_doc("Target bytes of a per-partition batch (0 disables batching: one record each)."),
+        validator=int_range(0),
+        metadata=doc("Target bytes of a per-partition batch (0 disables batching: one record each)."),
     )
     buffer_memory: int = attrs.field(
         default=33_554_432,
-        validator=_int_range(0, 2**63 - 1),
-        metadata=_doc("Bytes of records waiting to be sent; send() blocks (max_block_ms) when full."),
+        validator=int_range(0, 2**63 - 1),
+        metadata=doc("Bytes of records waiting to be sent; send() blocks (max_block_ms) when full."),
     )
     max_request_size: int = attrs.field(
         default=1_048_576,
-        validator=_int_range(0),
-        metadata=_doc("Largest produce request, and so the largest record, in bytes."),
+        validator=int_range(0),
+        metadata=doc("Largest produce request, and so the largest record, in bytes."),
     )
     compression_type: str = attrs.field(
         default="none",
-        converter=_to_compression,
-        metadata=_doc(
+        converter=to_compression,
+        metadata=doc(
             "Batch compression: none, gzip, snappy, lz4 or zstd (the codec's Python "
             "package must be installed)."
         ),
     )
     compression_gzip_level: int = attrs.field(
         default=-1,
-        validator=_gzip_level,
-        metadata=_doc(
+        validator=gzip_level,
+        metadata=doc(
             "gzip level 1-9, or -1 for zlib's default (6), as the Java client (KIP-390); "
             "9 compresses a little better for about half as much CPU again."
         ),
@@ -389,58 +240,58 @@ class ProducerConfig:
     # --- retries and backoff ------------------------------------------------------------------------
     retry_backoff_ms: int = attrs.field(
         default=100,
-        validator=_int_range(0),
-        metadata=_doc("First wait before retrying a failed request; grows exponentially."),
+        validator=int_range(0),
+        metadata=doc("First wait before retrying a failed request; grows exponentially."),
     )
     retry_backoff_max_ms: int = attrs.field(
-        default=attrs.Factory(lambda self: _derived_retry_backoff_max(self), takes_self=True),
-        validator=_int_range(0),
-        metadata=_doc("Cap of the exponential retry backoff (>= retry_backoff_ms)."),
+        default=attrs.Factory(lambda self: derived_retry_backoff_max(self), takes_self=True),
+        validator=int_range(0),
+        metadata=doc("Cap of the exponential retry backoff (>= retry_backoff_ms)."),
     )
     transaction_retry_backoff_ms: int = attrs.field(
         default=20,
-        validator=_int_range(0),
-        metadata=_doc(
+        validator=int_range(0),
+        metadata=doc(
             "Wait before retrying a transactional request answered CONCURRENT_TRANSACTIONS "
             "(the previous transaction's markers are still being written)."
         ),
     )
     metadata_max_age_ms: int = attrs.field(
         default=300_000,
-        validator=_int_range(0),
-        metadata=_doc("Refresh cluster metadata at least this often even without errors."),
+        validator=int_range(0),
+        metadata=doc("Refresh cluster metadata at least this often even without errors."),
     )
     reconnect_backoff_ms: int = attrs.field(
         default=50,
-        validator=_int_range(0),
-        metadata=_doc("First wait before reconnecting to a broker; grows exponentially."),
+        validator=int_range(0),
+        metadata=doc("First wait before reconnecting to a broker; grows exponentially."),
     )
     reconnect_backoff_max_ms: int = attrs.field(
-        default=attrs.Factory(lambda self: _derived_reconnect_backoff_max(self), takes_self=True),
-        validator=_int_range(0),
-        metadata=_doc("Cap of the reconnect backoff (>= reconnect_backoff_ms)."),
+        default=attrs.Factory(lambda self: derived_reconnect_backoff_max(self), takes_self=True),
+        validator=int_range(0),
+        metadata=doc("Cap of the reconnect backoff (>= reconnect_backoff_ms)."),
     )
     socket_connection_setup_timeout_ms: int = attrs.field(
         default=10_000,
-        validator=_int_range(0),
-        metadata=_doc("Bound on establishing one TCP (and TLS/SASL) connection."),
+        validator=int_range(0),
+        metadata=doc("Bound on establishing one TCP (and TLS/SASL) connection."),
     )
 
     # --- record handling ------------------------------------------------------------------------------
     key_serializer: Serializer | None = attrs.field(
         default=None,
-        validator=_optional_callable,
-        metadata=_doc("Turns a key into bytes; None: keys must already be bytes (or None)."),
+        validator=optional_callable,
+        metadata=doc("Turns a key into bytes; None: keys must already be bytes (or None)."),
     )
     value_serializer: Serializer | None = attrs.field(
         default=None,
-        validator=_optional_callable,
-        metadata=_doc("Turns a value into bytes; None: values must already be bytes (or None)."),
+        validator=optional_callable,
+        metadata=doc("Turns a value into bytes; None: values must already be bytes (or None)."),
     )
     partitioner: Partitioner | None = attrs.field(
         default=None,
-        validator=_optional_callable,
-        metadata=_doc(
+        validator=optional_callable,
+        metadata=doc(
             "(topic, key bytes, all partitions, available partitions) -> partition; "
             "None: murmur2 of the key as Java does, sticky partitioning for null keys.",
             java="partitioner.class",
@@ -450,41 +301,41 @@ class ProducerConfig:
     # --- security -----------------------------------------------------------------------------------
     security_protocol: str = attrs.field(
         default="PLAINTEXT",
-        converter=_to_upper,
-        validator=_one_of(SECURITY_PROTOCOLS),
-        metadata=_doc("PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
+        converter=to_upper,
+        validator=one_of(SECURITY_PROTOCOLS),
+        metadata=doc("PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
     )
     sasl_mechanism: str | None = attrs.field(
         default=None,
-        converter=_to_upper,
-        validator=_optional_one_of(SASL_MECHANISMS),
-        metadata=_doc(
+        converter=to_upper,
+        validator=optional_one_of(SASL_MECHANISMS),
+        metadata=doc(
             "SASL mechanism for SASL_* protocols: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or OAUTHBEARER."
         ),
     )
     sasl_plain_username: str | None = attrs.field(
-        default=None, validator=_optional_str, metadata=_doc("User name for PLAIN and SCRAM.")
+        default=None, validator=optional_str, metadata=doc("User name for PLAIN and SCRAM.")
     )
     sasl_plain_password: str | None = attrs.field(
-        default=None, validator=_optional_str, repr=False, metadata=_doc("Password for PLAIN and SCRAM.")
+        default=None, validator=optional_str, repr=False, metadata=doc("Password for PLAIN and SCRAM.")
     )
     ssl_cafile: str | None = attrs.field(
-        default=None, validator=_optional_str, metadata=_doc("CA file to verify broker certificates.")
+        default=None, validator=optional_str, metadata=doc("CA file to verify broker certificates.")
     )
     ssl_certfile: str | None = attrs.field(
-        default=None, validator=_optional_str, metadata=_doc("Client certificate for mutual TLS.")
+        default=None, validator=optional_str, metadata=doc("Client certificate for mutual TLS.")
     )
     ssl_keyfile: str | None = attrs.field(
-        default=None, validator=_optional_str, metadata=_doc("Client private key for mutual TLS.")
+        default=None, validator=optional_str, metadata=doc("Client private key for mutual TLS.")
     )
     ssl_check_hostname: bool = attrs.field(
-        default=True, validator=_bool, metadata=_doc("Check that the broker certificate matches its host.")
+        default=True, validator=boolean, metadata=doc("Check that the broker certificate matches its host.")
     )
     # --- two-phase commit (KIP-939) -----------------------------------------------------------------
     enable_2pc: bool = attrs.field(
         default=False,
-        validator=_bool,
-        metadata=_doc(
+        validator=boolean,
+        metadata=doc(
             "Two-phase commit (KIP-939): register with InitProducerId v6 so the coordinator applies no "
             "transaction timeout and init_transactions(keep_prepared_txn=True) can keep a prepared "
             "transaction. Needs brokers with transaction.two.phase.commit.enable=true.",
@@ -515,8 +366,8 @@ class ProducerConfig:
                 f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms ({self.reconnect_backoff_ms}), "
                 f"got {self.reconnect_backoff_max_ms}"
             )
-        if not _codec_available(self.compression_type):
-            package = _CODEC_PACKAGES[self.compression_type][1]
+        if not codec_available(self.compression_type):
+            package = CODEC_PACKAGES[self.compression_type][1]
             raise ConfigError(
                 f"compression_type {self.compression_type!r} needs the Python package {package!r}, "
                 f"which is not installed (pip install {package}); or choose one of 'none', 'gzip'"
@@ -562,9 +413,9 @@ class ProducerConfig:
             default = attr.default
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 default = {
-                    "delivery_timeout_ms": _DEFAULT_DELIVERY_TIMEOUT_MS,
-                    "retry_backoff_max_ms": _DEFAULT_RETRY_BACKOFF_MAX_MS,
-                    "reconnect_backoff_max_ms": _DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+                    "delivery_timeout_ms": DEFAULT_DELIVERY_TIMEOUT_MS,
+                    "retry_backoff_max_ms": DEFAULT_RETRY_BACKOFF_MAX_MS,
+                    "reconnect_backoff_max_ms": DEFAULT_RECONNECT_BACKOFF_MAX_MS,
                 }[attr.name]
             elif default is attrs.NOTHING:
                 default = "(required)"
@@ -625,9 +476,9 @@ class ProducerConfig:
 
     def _derived_defaults(self) -> dict[str, int]:
         return {
-            "delivery_timeout_ms": _derived_delivery_timeout(self),
-            "retry_backoff_max_ms": _derived_retry_backoff_max(self),
-            "reconnect_backoff_max_ms": _derived_reconnect_backoff_max(self),
+            "delivery_timeout_ms": derived_delivery_timeout(self),
+            "retry_backoff_max_ms": derived_retry_backoff_max(self),
+            "reconnect_backoff_max_ms": derived_reconnect_backoff_max(self),
         }
 
     # --- views for the layers below ----------------------------------------------------------------
@@ -647,7 +498,7 @@ class ProducerConfig:
             "bootstrap_servers": list(self.bootstrap_servers),
             "client_id": self.effective_client_id,
             "client_software_name": "txnproducer",
-            "client_software_version": _software_version(),
+            "client_software_version": software_version(),
             "request_timeout_ms": self.request_timeout_ms,
             "reconnect_backoff_ms": self.reconnect_backoff_ms,
             "reconnect_backoff_max_ms": self.reconnect_backoff_max_ms,

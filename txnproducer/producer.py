@@ -29,13 +29,14 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
-from txnproducer._internal.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from txnproducer._internal.batching.accumulator import RecordAccumulator
+from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
-from txnproducer._internal.network import NetworkClient
+from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.sender import Sender
-from txnproducer._internal.transaction_manager import TransactionManager
-from txnproducer._internal.txn_state import State
+from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 from txnproducer.prepared import PreparedTxnState
 
@@ -142,7 +143,7 @@ class TransactionalProducer:
 
     @property
     def state(self) -> Any:
-        """The transaction manager's state (``txnproducer._internal.txn_state.State``)."""
+        """The transaction manager's state (``txnproducer._internal.txn.state.State``)."""
         return self._tm.state
 
     @property

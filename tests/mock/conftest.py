@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from txnproducer._internal.network import NetworkClient
+from txnproducer._internal.network.client import NetworkClient
 from txnproducer.testing import MockCluster
 from txnproducer.testing._wire import WireClient
 

@@ -29,7 +29,7 @@ from kafka.protocol.consumer.group import HeartbeatRequest, JoinGroupRequest, Sy
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.structs import TopicPartition
 
-from txnproducer._internal.eos_kafka_compat import rescue_lost_join
+from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.testing import MockCluster
 from txnproducer.testing._wire import WireClient
 

@@ -18,7 +18,7 @@ import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
-from txnproducer._internal.eos_kafka_compat import rescue_lost_join
+from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.testing import MockCluster
 
 REBALANCE_IN_PROGRESS = 27

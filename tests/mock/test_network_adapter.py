@@ -13,7 +13,7 @@ import time
 
 from kafka.protocol.metadata import MetadataRequest
 
-from txnproducer._internal.network import NetworkClient
+from txnproducer._internal.network.client import NetworkClient
 from txnproducer.config import ProducerConfig
 from txnproducer.testing import MockCluster
 

@@ -18,7 +18,7 @@ import pytest
 from producer_helpers import ProducerFactory
 
 from txnproducer import errors
-from txnproducer._internal.txn_state import State
+from txnproducer._internal.txn.state import State
 from txnproducer.prepared import PreparedTxnState
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster

@@ -18,7 +18,7 @@ from kafka.structs import TopicPartition
 from producer_helpers import ProducerFactory, committed_values
 
 from txnproducer import errors
-from txnproducer._internal.eos_kafka_compat import rescue_lost_join
+from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster
 

@@ -1,7 +1,7 @@
 """The Sender's connections under faults, on both I/O paths.
 
 PLAINTEXT producers send their Sender's requests over their own connections
-(``txnproducer._internal.direct_io``); TLS and SASL producers over kafka-python's. Either way a
+(``txnproducer._internal.network.connection``); TLS and SASL producers over kafka-python's. Either way a
 user relies on the same things: a request that gets no answer within ``request_timeout_ms`` is
 retried on a new connection without duplicating records, a connection lost after the broker acted
 on EndTxn still ends in a committed transaction, and nothing churns connections when nothing fails.

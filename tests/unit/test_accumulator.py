@@ -12,7 +12,8 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.accumulator import RecordAccumulator, RecordMetadata
+from txnproducer._internal.batching.accumulator import RecordAccumulator
+from txnproducer._internal.batching.batch import RecordMetadata
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)

@@ -23,8 +23,9 @@ from kafka.future import Future
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
-from txnproducer._internal.direct_io import DirectConnection
-from txnproducer._internal.network import NetworkClient, QuietMissSelector
+from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.network.connection import DirectConnection
+from txnproducer._internal.network.selector import QuietMissSelector
 from txnproducer.config import ProducerConfig
 
 Answer = Callable[[int, int], bytes | None]  # (correlation id, request index) -> frame, or None

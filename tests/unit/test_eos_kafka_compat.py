@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kafka.structs import MemberState
 
-from txnproducer._internal.eos_kafka_compat import rescue_lost_join
+from txnproducer.eos.kafka_compat import rescue_lost_join
 
 
 class Task:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from txnproducer._internal.network import QuietMissSelector
+from txnproducer._internal.network.selector import QuietMissSelector
 
 
 class CountingSocket(socket.socket):
@@ -61,7 +61,7 @@ def test_hits_and_errors_match_the_standard_selector() -> None:
 
 
 def test_the_network_client_uses_it() -> None:
-    from txnproducer._internal.network import NetworkClient
+    from txnproducer._internal.network.client import NetworkClient
     from txnproducer.config import ProducerConfig
 
     net = NetworkClient(ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t"))

@@ -31,8 +31,9 @@ from structlog.testing import capture_logs
 from txnproducer import errors
 from txnproducer._internal import metrics as m
 from txnproducer._internal.metrics import ProducerMetrics
-from txnproducer._internal.transaction_manager import State, TransactionManager
-from txnproducer._internal.txn_handlers import Priority, TxnRequestHandler
+from txnproducer._internal.txn.handler import Priority, TxnRequestHandler
+from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.state import State
 
 TID = "tx-1"
 TP0 = TopicPartition("orders", 0)
@@ -1290,7 +1291,8 @@ def test_malformed_response_fails_the_waiter_instead_of_hanging() -> None:
 
 
 def test_sequence_book_wraps_when_pulling_sequences_back() -> None:
-    from txnproducer._internal.txn_sequences import SequenceBook, add_sequence
+    from txnproducer._internal.protocol.record_batch import add_sequence
+    from txnproducer._internal.txn.sequences import SequenceBook
 
     book = SequenceBook()
     book.assign(TP0, 2**31 - 2)  # 0 .. 2**31-3

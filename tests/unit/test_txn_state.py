@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from txnproducer._internal.txn_state import (
+from txnproducer._internal.txn.state import (
     CALL_ALLOWED_IN,
     LEGAL_SOURCES,
     State,

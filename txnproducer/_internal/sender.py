@@ -27,9 +27,11 @@ from typing import Any
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.accumulator import ProducerBatch, RecordAccumulator
+from txnproducer._internal.batching.accumulator import RecordAccumulator
+from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.network import PRODUCE_MAX_WITH_NAMES, NetworkClient
+from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
+from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer.config import ProducerConfig

@@ -2,12 +2,10 @@
 
 Why: every request the Sender sends through kafka-python's connection goes through its
 coroutine event loop: a task to write, a task per read that registers and unregisters the
-socket in the selector, futures and timers for the timeout, all in Python. Measured on Kafka
-4.1.0 (2026-11-22, 2-core VM, a Metadata v9 round trip, 2,000 in a row, three runs): 490-500
-us of CPU per round trip through ``KafkaNetClient``, 180-245 us with a plain non-blocking socket
-and kafka-python's own ``KafkaProtocol`` framing; wall time 840-855 us against 330-470 us. A
-one-record transaction makes two such round trips (Produce, EndTxn) on the Sender thread, and
-under the GIL the Sender's CPU is the producer's throughput.
+socket in the selector, futures and timers for the timeout, all in Python - about twice the CPU
+of a plain non-blocking socket per round trip (measurements in ``benchmarks/README.md``). A
+one-record transaction makes two round trips (Produce, EndTxn) on the Sender thread, and under
+the GIL the Sender's CPU is the producer's throughput.
 
 What stays kafka-python's: the request and response classes and their codec (each request frames
 itself with its header), bootstrap, metadata, and every connection that needs TLS, SASL or a proxy
@@ -227,8 +225,9 @@ class DirectConnection:
         Why not kafka-python's ``KafkaProtocol.receive_bytes``: it copies every frame through two
         ``KafkaBytes`` buffers and decodes the size prefix with its generic codec; with the header
         check it cost about 40 us per answer against 20 us for the decode itself (an EndTxn v5
-        answer, ``timeit``, 2026-11-22). The header is read by :mod:`framing`; the body decode
-        stays kafka-python's (or our Produce codec's), on a ``KafkaBytes`` as its parser does.
+        answer, ``timeit``, 2026-11-22). The header is read by
+        :mod:`txnproducer._internal.protocol.framing`; the body decode stays kafka-python's (or
+        our Produce codec's), on a ``KafkaBytes`` as its parser does.
         """
         if not chunks:
             return

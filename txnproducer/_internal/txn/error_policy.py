@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from kafka.structs import TopicPartition
 
-from .. import errors
-from .txn_handlers import (
+from txnproducer import errors
+from txnproducer._internal.protocol.error_codes import (
     CLUSTER_AUTHORIZATION_FAILED,
+    GROUP_AUTHORIZATION_FAILED,
     INVALID_PRODUCER_EPOCH,
     PRODUCER_FENCED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -78,7 +79,7 @@ def group_authorization_error(group_id: str) -> errors.GroupAuthorizationError:
     return errors.GroupAuthorizationError(
         f"not authorized to commit offsets for consumer group {group_id!r}: grant READ on the group,"
         " then create a new producer",
-        error_code=30,
+        error_code=GROUP_AUTHORIZATION_FAILED,
     )
 
 

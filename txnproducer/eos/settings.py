@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import ProducerConfig
-from ..errors import ConfigError
+from txnproducer.config import ProducerConfig
+from txnproducer.errors import ConfigError
 
 __all__ = ["consumer_settings", "producer_settings"]
 

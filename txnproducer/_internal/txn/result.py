@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .. import errors
+from txnproducer import errors
 
 # called with (metric name, elapsed nanoseconds) when a wait first observes success
 MetricRecorder = Callable[[str, int], None]

@@ -32,22 +32,22 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-import attrs
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from . import errors
-from ._internal.eos_kafka_compat import load_metadata_before_join, rescue_lost_join
-from ._internal.eos_progress import TxnProgress
-from ._internal.eos_settings import consumer_settings, producer_settings
-from ._internal.log import get_logger
-from .config import ProducerConfig
+from txnproducer import errors
+from txnproducer._internal.log import get_logger
+from txnproducer.config import ProducerConfig
+from txnproducer.eos.kafka_compat import load_metadata_before_join, rescue_lost_join
+from txnproducer.eos.output_record import OutputRecord
+from txnproducer.eos.progress import TxnProgress
+from txnproducer.eos.settings import consumer_settings, producer_settings
+from txnproducer.producer import TransactionalProducer
 
-__all__ = ["CrashPoint", "OutputRecord", "TransactionalProcessor"]
+__all__ = ["CrashPoint", "TransactionalProcessor"]
 
-HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
-Transform = Callable[[Any], Iterable["OutputRecord"]]
-BatchTransform = Callable[[list[Any]], Iterable["OutputRecord"]]
+Transform = Callable[[Any], Iterable[OutputRecord]]
+BatchTransform = Callable[[list[Any]], Iterable[OutputRecord]]
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata]], None]
 AssignCallback = Callable[[set[TopicPartition]], None]
 CrashPoint = Literal["after_send", "before_commit"]
@@ -62,22 +62,6 @@ _METRIC_NAMES = (
     "records_out",
     "rebalances",
 )
-
-
-@attrs.frozen
-class OutputRecord:
-    """One record for the transform to emit; sent with ``TransactionalProducer.send``.
-
-    ``value``/``key`` go through the producer's serializers (bytes and str work without one).
-    ``partition=None`` lets the producer's partitioner choose.
-    """
-
-    topic: str
-    value: Any
-    key: Any = None
-    partition: int | None = None
-    headers: HeadersArg = None
-    timestamp_ms: int | None = None
 
 
 class _UserCodeError(Exception):
@@ -115,8 +99,6 @@ def _default_consumer_factory(**settings: Any) -> Any:
 
 
 def _default_producer_factory(config: ProducerConfig) -> Any:
-    from .producer import TransactionalProducer
-
     return TransactionalProducer(config)
 
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import random
-import selectors
 import threading
 import time
 import uuid
 from typing import Any
 
-import attrs
 import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
@@ -29,84 +27,15 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.direct_io import DirectConnection
-from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
+from txnproducer._internal.network.api_versions import BrokerFeatures
+from txnproducer._internal.network.connection import DirectConnection
+from txnproducer._internal.network.selector import QuietMissSelector
 from txnproducer.config import ProducerConfig
 
-__all__ = ["PRODUCE_API_KEY", "PRODUCE_MAX_WITH_NAMES", "BrokerFeatures", "NetworkClient"]
+__all__ = ["NetworkClient"]
 
 _API_VERSIONS_VERSION = 3  # the first version with finalized features (KIP-584)
 _UNSUPPORTED_VERSION = 35
-# Produce v13 names topics by id (KIP-516); v12 is the newest version with names.
-_PRODUCE_MAX = 13
-PRODUCE_MAX_WITH_NAMES = 12
-
-
-class QuietMissSelector(selectors.DefaultSelector):
-    """The platform's default selector, whose ``get_key`` miss does not format the file object,
-    and which hands the Sender's own connections their events itself.
-
-    Why: kafka-python registers a connection's socket each time it waits to read and asks
-    ``get_key`` first, which usually misses. The standard selector then formats the socket's repr
-    (``getsockname`` and ``getpeername`` calls) into a KeyError message twice, and kafka-python
-    drops the message. That was 13 % of the Sender's CPU in benchmark S1 (Kafka 4.1.0, 2026-11-22).
-    The lookup is the standard one (same fd resolution, same errors), only without the message.
-    kafka-python takes the class through its documented ``selector`` setting.
-    """
-
-    def get_key(self, fileobj: Any) -> selectors.SelectorKey:
-        fd_to_key = getattr(self, "_fd_to_key", None)
-        lookup = getattr(self, "_fileobj_lookup", None)
-        if fd_to_key is None or lookup is None:  # not CPython's selector layout: the standard path
-            return super().get_key(fileobj)
-        if self.get_map() is None:
-            raise RuntimeError("Selector is closed")
-        key = fd_to_key.get(lookup(fileobj))
-        if key is None:
-            raise KeyError(fileobj)  # formatted only if someone prints it
-        return key  # type: ignore[no-any-return]
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        """The ready keys for kafka-python's loop; a :class:`DirectConnection`'s events are
-        dispatched to it here instead (one ``epoll`` and one poll for both kinds of socket)."""
-        ready = super().select(timeout)
-        if not ready:
-            return ready
-        theirs = []
-        for key, events in ready:
-            data = key.data
-            if type(data) is DirectConnection:
-                data.on_events(events)
-            else:
-                theirs.append((key, events))
-        return theirs
-
-
-@attrs.frozen
-class BrokerFeatures:
-    """What one broker's ApiVersions answer told us."""
-
-    transaction_version: int  # finalized ``transaction.version`` (0 when not finalized)
-    api_versions: dict[int, tuple[int, int]]  # api key -> (min, max)
-
-    def max_version(self, api_key: int) -> int | None:
-        entry = self.api_versions.get(api_key)
-        return None if entry is None else entry[1]
-
-    @property
-    def effective_transaction_version(self) -> int:
-        """2 when the broker finalized TV2 and serves the requests it needs, else 1."""
-        produce = self.max_version(PRODUCE_API_KEY) or 0
-        end_txn = self.max_version(26) or 0
-        if self.transaction_version >= 2 and produce >= 12 and end_txn >= 5:
-            return 2
-        return 1
-
-    def produce_version(self, transaction_version: int) -> int:
-        """Highest Produce version allowed for the TV (TV1 must stay <= 11, KIP-890)."""
-        cap = _PRODUCE_MAX if transaction_version >= 2 else 11
-        broker = self.max_version(PRODUCE_API_KEY)
-        return min(cap, broker) if broker is not None else cap
 
 
 class NetworkClient:

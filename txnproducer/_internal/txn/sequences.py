@@ -13,29 +13,11 @@ from __future__ import annotations
 import attrs
 from kafka.structs import TopicPartition
 
-from .protocol.record_batch import SEQUENCE_MODULUS, add_sequence
+from txnproducer._internal.protocol.record_batch import SEQUENCE_MODULUS, add_sequence
+
+__all__ = ["NO_SEQUENCE", "SequenceBook"]
 
 NO_SEQUENCE = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-
-
-@attrs.frozen
-class ProducerIdAndEpoch:
-    """The identity the broker knows this producer by; epoch -1 / id -1 mean 'none yet'."""
-
-    producer_id: int
-    epoch: int
-
-    @property
-    def is_valid(self) -> bool:
-        return self.producer_id > NO_PRODUCER_ID
-
-    def __str__(self) -> str:
-        return f"(producer_id={self.producer_id}, epoch={self.epoch})"
-
-
-NONE_PRODUCER_ID_AND_EPOCH = ProducerIdAndEpoch(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
 
 
 @attrs.define

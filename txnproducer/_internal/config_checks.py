@@ -1,0 +1,193 @@
+"""Validators, converters and derived defaults behind :class:`txnproducer.config.ProducerConfig`.
+
+Why apart: the config class reads as the list of settings (name, default, Java name, meaning);
+the rules that check each value - and their messages, which always name the key, the bad value
+and what is allowed (``linger_ms must be an int >= 0, got -1``) - are small reusable functions
+that would otherwise interleave with that list. attrs calls them with (instance, attribute,
+value); each raises :class:`~txnproducer.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from txnproducer.errors import ConfigError
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+INT32_MAX = 2**31 - 1
+
+# Defaults that other defaults derive from (see the ``attrs.Factory`` fields of ProducerConfig).
+DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+DEFAULT_RETRY_BACKOFF_MAX_MS = 1_000
+DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1_000
+
+# --- validators --------------------------------------------------------------------------------
+# attrs validators receive (instance, attribute, value); each raises ConfigError with the message
+# format used throughout: "<key> must be <what is allowed>, got <value>".
+
+def fail(name: str, allowed: str, value: object) -> ConfigError:
+    return ConfigError(f"{name} must be {allowed}, got {value!r}")
+
+
+def int_range(lo: int, hi: int = INT32_MAX) -> Callable[[Any, attrs.Attribute[int], int], None]:
+    def check(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
+        # bool is an int subclass; "linger_ms=True" is always a mistake.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail(attr.name, _describe_range(lo, hi), value)
+        if not lo <= value <= hi:
+            raise fail(attr.name, _describe_range(lo, hi), value)
+
+    return check
+
+
+def _describe_range(lo: int, hi: int) -> str:
+    if hi == INT32_MAX:
+        return f"an int >= {lo}"
+    return f"an int between {lo} and {hi}"
+
+
+def optional_str(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise fail(attr.name, "a string or None", value)
+
+
+def boolean(_inst: Any, attr: attrs.Attribute[bool], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise fail(attr.name, "True or False", value)
+
+
+def optional_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise fail(attr.name, "a callable or None", value)
+
+
+def one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[str], str], None]:
+    def check(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
+        if value not in choices:
+            raise fail(attr.name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+    return check
+
+
+def optional_one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and value not in choices:
+            raise fail(attr.name, "None or one of " + ", ".join(repr(c) for c in choices), value)
+
+    return check
+
+
+_HOST_PORT = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:,\[\]]+):\d{1,5}$")
+
+
+def to_server_list(value: Any) -> list[str]:
+    """Accept "h1:9092,h2:9092" or ["h1:9092", "h2:9092"], as the Java client does."""
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [part.strip() if isinstance(part, str) else part for part in value]
+    else:
+        raise fail("bootstrap_servers", 'a "host:port" string or a list of them', value)
+    for item in items:
+        if not isinstance(item, str) or not _HOST_PORT.match(item):
+            raise ConfigError(
+                f'bootstrap_servers must be a "host:port" string or a list of them, got {value!r} '
+                f"(bad entry {item!r})"
+            )
+    if not items:
+        raise fail("bootstrap_servers", "a non-empty list of host:port", value)
+    return items
+
+
+def to_acks(value: Any) -> str:
+    """Normalise the spellings of "all" (-1, "-1") so the rest of the library sees one value."""
+    if value in ("all", "-1") or (value == -1 and not isinstance(value, bool)):
+        return "all"
+    raise ConfigError(
+        f"acks must be 'all' (or -1) for a transactional producer, got {value!r}: "
+        "transactions need every in-sync replica to acknowledge (Java: 'Must set acks to all in order "
+        "to use the idempotent producer')"
+    )
+
+
+def to_compression(value: Any) -> str:
+    if isinstance(value, str):
+        lowered = value.lower()
+        if lowered in COMPRESSION_TYPES:
+            return lowered
+    if value is None:
+        return "none"
+    raise fail("compression_type", "one of " + ", ".join(repr(c) for c in COMPRESSION_TYPES), value)
+
+
+def gzip_level(_inst: Any, attr: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 9):
+        raise fail(attr.name, "an int from 1 to 9, or -1 for the codec's default (6)", value)
+
+
+def to_upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+def check_transactional_id(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise fail(attr.name, "a non-empty string (transactions need an id)", value)
+
+
+# --- the compression codec check ----------------------------------------------------------------
+
+# codec -> (kafka.codec probe, the PyPI package that provides it)
+CODEC_PACKAGES: dict[str, tuple[str, str]] = {
+    "snappy": ("has_snappy", "python-snappy"),
+    "lz4": ("has_lz4", "lz4"),
+    "zstd": ("has_zstd", "zstandard"),
+}
+
+
+def codec_available(codec: str) -> bool:
+    if codec not in CODEC_PACKAGES:
+        return True  # none and gzip (stdlib)
+    import kafka.codec
+
+    probe: Callable[[], bool] = getattr(kafka.codec, CODEC_PACKAGES[codec][0])
+    return bool(probe())
+
+
+def software_version() -> str:
+    try:
+        return importlib.metadata.version("txnproducer")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+# Defaults derived from other fields. They run before the validators, so they must tolerate a
+# wrongly typed input (the validator of that input then reports it).
+
+
+def _int_or(value: object, fallback: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else fallback
+
+
+def derived_delivery_timeout(cfg: Any) -> int:
+    linger = _int_or(cfg.linger_ms, 0)
+    request = _int_or(cfg.request_timeout_ms, 0)
+    return max(DEFAULT_DELIVERY_TIMEOUT_MS, linger + request)
+
+
+def derived_retry_backoff_max(cfg: Any) -> int:
+    return max(DEFAULT_RETRY_BACKOFF_MAX_MS, _int_or(cfg.retry_backoff_ms, 0))
+
+
+def derived_reconnect_backoff_max(cfg: Any) -> int:
+    return max(DEFAULT_RECONNECT_BACKOFF_MAX_MS, _int_or(cfg.reconnect_backoff_ms, 0))
+
+
+def doc(text: str, java: str | None = None) -> dict[str, str]:
+    return {"doc": text, "java": java or ""}
+
+
