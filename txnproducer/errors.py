@@ -13,16 +13,18 @@ the KIP-1050 vocabulary so that the *class* tells the caller what to do next:
 * :class:`ConfigError`, :class:`RecordTooLargeError`, :class:`SerializationError` - bad input,
   rejected before anything was sent.
 
-Broker error codes are mapped where they are received - the coordinator request handlers
-(``_internal/txn_handlers.py``) and the produce path (``_internal/sender.py`` with
-``_internal/txn_errors.py``) - because the same code means different things on different paths:
-INVALID_PRODUCER_EPOCH from the coordinator means "fenced", on a produce response it means "the
-coordinator already bumped the epoch: abort".
+Broker error codes (``_internal/protocol/error_codes.py``, the one catalogue) are mapped where
+they are received - the coordinator request handlers (``_internal/txn/<request>.py``) and the
+produce path (``_internal/sender.py`` with ``_internal/txn/error_policy.py``) - because the same
+code means different things on different paths: INVALID_PRODUCER_EPOCH from the coordinator
+means "fenced", on a produce response it means "the coordinator already bumped the epoch: abort".
 """
 
 from __future__ import annotations
 
 import builtins
+
+from txnproducer._internal.protocol import error_codes as ec
 
 __all__ = [
     "AbortableError",
@@ -91,7 +93,7 @@ class RecordTooLargeError(TxnProducerError, ValueError):
     nothing was sent), or alone larger than the topic's ``max.message.bytes`` (the error of the
     record's future; the broker answered MESSAGE_TOO_LARGE and the transaction must abort)."""
 
-    error_code = 10
+    error_code = ec.MESSAGE_TOO_LARGE
 
 
 class SerializationError(TxnProducerError, ValueError):
@@ -142,7 +144,7 @@ class BrokerError(RetriableError):
 class TransactionAbortableError(AbortableError):
     """The broker answered TRANSACTION_ABORTABLE (KIP-890): abort and retry the transaction."""
 
-    error_code = 120
+    error_code = ec.TRANSACTION_ABORTABLE
 
 
 class TransactionAbortedError(AbortableError):
@@ -156,19 +158,19 @@ class DeliveryTimeoutError(AbortableError):
 class TopicAuthorizationError(AbortableError):
     """The principal may not write to a topic; abort, fix the ACLs, retry."""
 
-    error_code = 29
+    error_code = ec.TOPIC_AUTHORIZATION_FAILED
 
 
 class OutOfOrderSequenceError(AbortableError):
     """The broker saw a sequence gap (KIP-360): abort; the producer bumps its epoch and continues."""
 
-    error_code = 45
+    error_code = ec.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class UnknownProducerIdError(AbortableError):
     """The broker lost the producer's state (KIP-360): abort; the producer recovers with a new epoch."""
 
-    error_code = 59
+    error_code = ec.UNKNOWN_PRODUCER_ID
 
 
 class InvalidProducerEpochError(AbortableError):
@@ -179,7 +181,7 @@ class InvalidProducerEpochError(AbortableError):
     :class:`ProducerFencedError`.
     """
 
-    error_code = 47
+    error_code = ec.INVALID_PRODUCER_EPOCH
 
 
 class CommitFailedError(AbortableError):
@@ -195,7 +197,7 @@ class CommitFailedError(AbortableError):
 class ProducerFencedError(FatalError):
     """Another producer with the same ``transactional_id`` took over; close this one."""
 
-    error_code = 90
+    error_code = ec.PRODUCER_FENCED
 
 
 
@@ -203,37 +205,37 @@ class ProducerFencedError(FatalError):
 class TransactionalIdAuthorizationError(FatalError):
     """The principal may not use this ``transactional_id``; fix the ACLs, then create a new producer."""
 
-    error_code = 53
+    error_code = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 class GroupAuthorizationError(FatalError):
     """The principal may not commit offsets for the consumer group."""
 
-    error_code = 30
+    error_code = ec.GROUP_AUTHORIZATION_FAILED
 
 
 class InvalidProducerIdMappingError(FatalError):
     """The coordinator does not know this producer id for the transactional id; create a new producer."""
 
-    error_code = 49
+    error_code = ec.INVALID_PRODUCER_ID_MAPPING
 
 
 class InvalidTransactionTimeoutError(FatalError):
     """``transaction_timeout_ms`` exceeds the broker's ``transaction.max.timeout.ms`` (or is <= 0)."""
 
-    error_code = 50
+    error_code = ec.INVALID_TRANSACTION_TIMEOUT
 
 
 class UnsupportedVersionError(FatalError):
     """The broker does not support a request this producer needs (transactions need Kafka >= 0.11)."""
 
-    error_code = 35
+    error_code = ec.UNSUPPORTED_VERSION
 
 
 class InvalidTxnStateError(FatalError):
     """The coordinator answered INVALID_TXN_STATE: client and broker disagree on the transaction."""
 
-    error_code = 48
+    error_code = ec.INVALID_TXN_STATE
 
 
 class PreparedTransactionLostError(FatalError):
@@ -247,4 +249,4 @@ class PreparedTransactionLostError(FatalError):
     which no retry inside the producer can do.
     """
 
-    error_code = 48
+    error_code = ec.INVALID_TXN_STATE

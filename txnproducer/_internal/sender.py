@@ -32,6 +32,13 @@ from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.protocol import error_codes as ec
+from txnproducer._internal.protocol.error_codes import (
+    DUPLICATE_SEQUENCE_NUMBER,
+    MESSAGE_TOO_LARGE,
+    NETWORK_EXCEPTION,
+    NONE,
+)
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer.config import ProducerConfig
@@ -42,45 +49,47 @@ __all__ = ["Sender", "produce_error"]
 def _no_poll(_timeout_s: float) -> None:
     """Stands in for the network poll where polling is not allowed (inside a poll callback)."""
 
-NONE = 0
-MESSAGE_TOO_LARGE = 10
-DUPLICATE_SEQUENCE_NUMBER = 46
 # Errors after which the same bytes may be sent again (same producer id/epoch/sequence).
 _RETRIABLE = frozenset({
-    2,    # CORRUPT_MESSAGE (in transit)
-    3,    # UNKNOWN_TOPIC_OR_PARTITION
-    5,    # LEADER_NOT_AVAILABLE
-    6,    # NOT_LEADER_OR_FOLLOWER
-    7,    # REQUEST_TIMED_OUT
-    13,   # NETWORK_EXCEPTION
-    19,   # NOT_ENOUGH_REPLICAS
-    20,   # NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    56,   # KAFKA_STORAGE_ERROR
-    74,   # FENCED_LEADER_EPOCH
-    100,  # UNKNOWN_TOPIC_ID
+    ec.CORRUPT_MESSAGE,  # in transit
+    ec.UNKNOWN_TOPIC_OR_PARTITION,
+    ec.LEADER_NOT_AVAILABLE,
+    ec.NOT_LEADER_OR_FOLLOWER,
+    ec.REQUEST_TIMED_OUT,
+    ec.NETWORK_EXCEPTION,
+    ec.NOT_ENOUGH_REPLICAS,
+    ec.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ec.KAFKA_STORAGE_ERROR,
+    ec.FENCED_LEADER_EPOCH,
+    ec.UNKNOWN_TOPIC_ID,
 })
 # ...of which these mean our leader information is stale.
-_STALE_METADATA = frozenset({3, 5, 6, 56, 74, 100})
+_STALE_METADATA = frozenset({
+    ec.UNKNOWN_TOPIC_OR_PARTITION,
+    ec.LEADER_NOT_AVAILABLE,
+    ec.NOT_LEADER_OR_FOLLOWER,
+    ec.KAFKA_STORAGE_ERROR,
+    ec.FENCED_LEADER_EPOCH,
+    ec.UNKNOWN_TOPIC_ID,
+})
 
 _ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
-    10: errors.RecordTooLargeError,     # MESSAGE_TOO_LARGE
-    18: errors.RecordTooLargeError,     # RECORD_LIST_TOO_LARGE
-    29: errors.TopicAuthorizationError,
-    45: errors.OutOfOrderSequenceError,
-    47: errors.InvalidProducerEpochError,
-    48: errors.InvalidTxnStateError,
-    53: errors.TransactionalIdAuthorizationError,
-    59: errors.UnknownProducerIdError,
-    90: errors.ProducerFencedError,
-    120: errors.TransactionAbortableError,
+    ec.MESSAGE_TOO_LARGE: errors.RecordTooLargeError,
+    ec.RECORD_LIST_TOO_LARGE: errors.RecordTooLargeError,
+    ec.TOPIC_AUTHORIZATION_FAILED: errors.TopicAuthorizationError,
+    ec.OUT_OF_ORDER_SEQUENCE_NUMBER: errors.OutOfOrderSequenceError,
+    ec.INVALID_PRODUCER_EPOCH: errors.InvalidProducerEpochError,
+    ec.INVALID_TXN_STATE: errors.InvalidTxnStateError,
+    ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: errors.TransactionalIdAuthorizationError,
+    ec.UNKNOWN_PRODUCER_ID: errors.UnknownProducerIdError,
+    ec.PRODUCER_FENCED: errors.ProducerFencedError,
+    ec.TRANSACTION_ABORTABLE: errors.TransactionAbortableError,
 }
 
 
 def produce_error(code: int, message: str | None = None) -> errors.TxnProducerError:
     """The exception for a Produce partition error code (names as in Kafka's ``Errors``)."""
-    import kafka.errors as kafka_errors
-
-    name = getattr(kafka_errors.for_code(code), "message", str(code))
+    name = ec.error_name(code)
     text = f"Produce failed: {name} (error code {code})" + (f": {message}" if message else "")
     cls = _ERROR_CLASSES.get(code, errors.BrokerError)
     return cls(text, error_code=code)
@@ -375,7 +384,8 @@ class Sender(threading.Thread):
         for batch in batches:
             part = answers.get(batch.tp)
             if part is None:
-                self._retry_or_fail(batch, 13, "partition missing from the Produce response", None)
+                self._retry_or_fail(batch, NETWORK_EXCEPTION, "partition missing from the Produce response",
+                                    None)
                 continue
             code = part.error_code
             if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
@@ -393,7 +403,7 @@ class Sender(threading.Thread):
         self._event("debug", "txn.produce_request_failed", error=repr(exc), batches=len(batches))
         self._net.request_metadata_update()
         for batch in batches:
-            self._retry_or_fail(batch, 13, f"{type(exc).__name__}: {exc}", None)
+            self._retry_or_fail(batch, NETWORK_EXCEPTION, f"{type(exc).__name__}: {exc}", None)
 
     def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         if batch.final_state is not None:

@@ -30,12 +30,12 @@ from txnproducer import errors
 from txnproducer._internal.network.api_versions import BrokerFeatures
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.selector import QuietMissSelector
+from txnproducer._internal.protocol import error_codes as ec
 from txnproducer.config import ProducerConfig
 
 __all__ = ["NetworkClient"]
 
 _API_VERSIONS_VERSION = 3  # the first version with finalized features (KIP-584)
-_UNSUPPORTED_VERSION = 35
 
 
 class NetworkClient:
@@ -187,13 +187,14 @@ class NetworkClient:
         future.add_errback(self._on_api_versions_error)
 
     def _on_api_versions(self, response: Any) -> None:
-        if response.error_code == _UNSUPPORTED_VERSION and self._api_versions_version > 0:
+        if response.error_code == ec.UNSUPPORTED_VERSION and self._api_versions_version > 0:
             # a pre-2.4 broker: ask with the version it supports (it has no features: TV1)
-            supported = [k.max_version for k in response.api_keys or () if k.api_key == 18]
+            supported = [k.max_version for k in response.api_keys or ()
+                         if k.api_key == ApiVersionsRequest.API_KEY]
             self._api_versions_version = min(supported[0], 2) if supported else 0
             self._features_at = time.monotonic() - self._config.metadata_max_age_ms / 1000  # ask again now
             return
-        if response.error_code != 0:
+        if response.error_code != ec.NONE:
             self._on_api_versions_error(errors.BrokerError(
                 f"ApiVersions answered error code {response.error_code}", error_code=response.error_code))
             return
