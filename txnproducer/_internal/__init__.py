@@ -1,1 +1,16 @@
-"""Implementation details of txnproducer; nothing here is public API."""
+"""The producer's machinery; nothing here is public API and any of it may change without notice.
+
+What the room holds, by concern (each a package whose docstring says more):
+
+* ``protocol/`` - Kafka protocol knowledge with no I/O and no state: the error-code catalogue,
+  primitive types, the Produce codec, record batches, framing. Shared with the MockCluster.
+* ``network/`` - connections, metadata, what each broker supports.
+* ``batching/`` - the record accumulator and producer batches.
+* ``txn/`` - the transaction manager and one handler per coordinator request.
+* ``sender.py`` - the Sender thread that moves batches and requests between the three above.
+* ``log.py``, ``metrics.py``, ``config_checks.py`` - leaves every room may use.
+
+What it may import: ``txnproducer.errors``, ``txnproducer.config`` and ``txnproducer.prepared``
+(the public value types) and itself - never ``producer``, ``eos``, ``spark`` or ``testing``,
+which are built on top of it. ``tests/unit/test_layout.py`` checks each room's rule.
+"""

@@ -6,6 +6,14 @@
 
 Needs the ``[spark]`` extra (``pyspark>=4``). See :mod:`txnproducer.spark.sink` for the protocol
 and the guarantees.
+
+What the room holds: the data source and its writers (``sink``), the commit log of decided
+batches (``commit_log``), phase two on the driver (``completion``), the sink's options
+(``options``), rows to records (``records``) and the fault hook its tests kill processes with
+(``_faults``).
+
+What it may import: the public producer API (``txnproducer.producer``, ``config``, ``errors``,
+``prepared``), ``_internal.log`` and PySpark - never the producer's internals.
 """
 
 from __future__ import annotations
