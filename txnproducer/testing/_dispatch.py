@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
+    from .cluster_state import ClusterState
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ from kafka.protocol.consumer.group import (
 )
 
 from ._dispatch import RequestContext, handles
-from ._group_offsets import CommittedOffset, TopicPartitionKey
+from .group_offsets import CommittedOffset, TopicPartitionKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group_coordinator import GroupCoordinator

@@ -38,10 +38,10 @@ from .txn_coordinator import (
     UNKNOWN_TOPIC_OR_PARTITION,
     fenced_for_version,
 )
-from .txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, OFFSETS_TOPIC, TxnState
+from .txn_metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, OFFSETS_TOPIC, TxnState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
+    from .cluster_state import ClusterState
 
 def _coordinator_ok(state: ClusterState, ctx: RequestContext, key_type: int, key: str) -> bool:
     return int(state.coordinator_for(key_type, key)) == ctx.broker_id

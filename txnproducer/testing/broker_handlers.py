@@ -23,10 +23,10 @@ from kafka.protocol.producer import ProduceResponse
 
 from txnproducer._internal.log import get_logger
 
-from . import _proto
+from . import api_messages
 from ._dispatch import RequestContext, handles, registered_api_keys
-from .log import InvalidRecordsError, parse_batches
-from .state import ClusterState
+from .cluster_state import ClusterState
+from .partition_log import InvalidRecordsError, parse_batches
 
 _log = get_logger("txnproducer.testing.broker")
 
@@ -118,7 +118,7 @@ def advertised_versions(transaction_version: int, enable_2pc: bool = False) -> l
     for key, (lo, hi) in sorted(KAFKA_41_VERSIONS.items()):
         if key not in registered:
             continue
-        cls = _proto.request_class(key)
+        cls = api_messages.request_class(key)
         if cls is None:
             continue
         schema_lo, schema_hi = cls.valid_versions
@@ -164,7 +164,7 @@ def api_versions(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             ],
             zk_migration_ready=False,
         )
-    return _proto.build(ApiVersionsResponse, ctx.api_version, values)
+    return api_messages.build(ApiVersionsResponse, ctx.api_version, values)
 
 
 # ------------------------------------------------------------------------------------- Metadata
@@ -242,7 +242,7 @@ def metadata(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                     )
                     continue
             topics_out.append(_topic_metadata(state, name))
-    return _proto.build(
+    return api_messages.build(
         MetadataResponse,
         v,
         {
@@ -295,7 +295,7 @@ def find_coordinator(state: ClusterState, ctx: RequestContext, request: Any) -> 
     v = ctx.api_version
     key_type = request.key_type if v >= 1 else 0
     if v >= 4:
-        return _proto.build(
+        return api_messages.build(
             FindCoordinatorResponse,
             v,
             {
@@ -307,7 +307,7 @@ def find_coordinator(state: ClusterState, ctx: RequestContext, request: Any) -> 
     message = entry["error_message"]
     if entry["error_code"] == NONE:
         message = "NONE"  # what Kafka answers on success for v1-v3
-    return _proto.build(
+    return api_messages.build(
         FindCoordinatorResponse,
         v,
         {
@@ -350,7 +350,7 @@ def create_topics(state: ClusterState, ctx: RequestContext, request: Any) -> Any
                 topic = state.create_topic(t.name, count)
                 entry.update(topic_id=topic.topic_id, num_partitions=count, replication_factor=rf)
         out.append(entry)
-    return _proto.build(CreateTopicsResponse, ctx.api_version, {"throttle_time_ms": 0, "topics": out})
+    return api_messages.build(CreateTopicsResponse, ctx.api_version, {"throttle_time_ms": 0, "topics": out})
 
 
 # -------------------------------------------------------------------------------------- Produce
@@ -460,7 +460,7 @@ def produce(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             {"node_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
             for b in _broker_list(state)
         ]
-    return _proto.build(ProduceResponse, v, values)
+    return api_messages.build(ProduceResponse, v, values)
 
 
 # ---------------------------------------------------------------------------------------- Fetch
@@ -544,7 +544,7 @@ def fetch(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         if total >= min_bytes or errors or remaining <= 0 or state.closed:
             break
         state.cond.wait(remaining)
-    return _proto.build(
+    return api_messages.build(
         FetchResponse,
         ctx.api_version,
         {
@@ -595,7 +595,7 @@ def list_offsets(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                         entry.update(timestamp=ts, offset=found)
             parts.append(entry)
         topics.append({"name": t.name, "partitions": parts})
-    return _proto.build(ListOffsetsResponse, v, {"throttle_time_ms": 0, "topics": topics})
+    return api_messages.build(ListOffsetsResponse, v, {"throttle_time_ms": 0, "topics": topics})
 
 
 # ---------------------------------------------------------------------------- DescribeProducers
@@ -648,7 +648,9 @@ def describe_producers(state: ClusterState, ctx: RequestContext, request: Any) -
                 }
             )
         topics.append({"name": t.name, "partitions": parts})
-    return _proto.build(DescribeProducersResponse, ctx.api_version, {"throttle_time_ms": 0, "topics": topics})
+    return api_messages.build(
+        DescribeProducersResponse, ctx.api_version, {"throttle_time_ms": 0, "topics": topics}
+    )
 
 
 # ------------------------------------------------------------------------------ DescribeConfigs
@@ -720,4 +722,6 @@ def describe_configs(state: ClusterState, ctx: RequestContext, request: Any) -> 
             if wanted is None or n in wanted
         ]
         results.append(entry)
-    return _proto.build(DescribeConfigsResponse, ctx.api_version, {"throttle_time_ms": 0, "results": results})
+    return api_messages.build(
+        DescribeConfigsResponse, ctx.api_version, {"throttle_time_ms": 0, "results": results}
+    )

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from . import _proto
+from . import api_messages
 
 ERROR = "error"
 DELAY = "delay"
@@ -100,7 +100,7 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
     top-level ``error_code`` is set where the schema has one (not for Fetch, whose top-level code
     means a fetch-session error to clients).
     """
-    resp_cls = _proto.response_class(api_key)
+    resp_cls = api_messages.response_class(api_key)
     if resp_cls is None:
         raise ValueError(f"no response class for api key {api_key}")
     v: dict[str, Any] = {}
@@ -288,9 +288,9 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
         ]
     elif api_key == 18:
         v.update(error_code=code, api_keys=[])
-    elif _proto.has_field(resp_cls, "error_code", version):
+    elif api_messages.has_field(resp_cls, "error_code", version):
         v["error_code"] = code
-    return _proto.build(resp_cls, version, v)
+    return api_messages.build(resp_cls, version, v)
 
 
 def response_error_codes(response: Any) -> tuple[int, ...]:

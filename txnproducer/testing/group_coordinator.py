@@ -28,7 +28,7 @@ from typing import Protocol
 import attrs
 
 from . import _group_handlers
-from ._classic_group import (
+from .classic_group import (
     ClassicGroup,
     GroupState,
     JoinOutcome,
@@ -37,7 +37,7 @@ from ._classic_group import (
     SyncOutcome,
     SyncWaiter,
 )
-from ._group_offsets import CommittedOffset, GroupOffsets, TopicPartitionKey
+from .group_offsets import CommittedOffset, GroupOffsets, TopicPartitionKey
 
 __all__ = [
     "SUPPORTED_VERSIONS",

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from . import _proto
+from . import api_messages
 
 
 @attrs.frozen
@@ -154,7 +154,7 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
 
 
 def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, bool]]:
-    from .log import HEADER, HEADER_SIZE
+    from .partition_log import HEADER, HEADER_SIZE
 
     out = []
     for topic in request.topic_data:
@@ -172,4 +172,4 @@ def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, b
 
 
 def api_label(api_key: int) -> str:
-    return _proto.api_name(api_key)
+    return api_messages.api_name(api_key)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol.primitives import read_uvarint
 
-from . import _proto
+from . import api_messages
 from ._dispatch import RequestContext, lookup
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan, error_response, response_error_codes
 from .request_log import RequestLog, extract_fields
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
+    from .cluster_state import ClusterState
 
 _log = get_logger("txnproducer.testing.server")
 
@@ -210,7 +210,7 @@ class BrokerServer:
         if len(frame) < 10:
             return False
         api_key, api_version = struct.unpack_from(">hh", frame, 0)
-        req_cls = _proto.request_class(api_key)
+        req_cls = api_messages.request_class(api_key)
         if api_key == API_VERSIONS and req_cls is not None and api_version > req_cls.max_version:
             return self._unsupported_api_versions(conn, frame)
         if req_cls is None or lookup(api_key) is None:
@@ -237,7 +237,7 @@ class BrokerServer:
         faults = self.host.faults
         state = self.host.state
         fields = extract_fields(ctx.api_key, request)
-        name = _proto.api_name(ctx.api_key)
+        name = api_messages.api_name(ctx.api_key)
         log_args = {
             "api": name,
             "api_key": ctx.api_key,
@@ -300,7 +300,7 @@ class BrokerServer:
         api_keys = [
             {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.host.api_versions()
         ]
-        response = _proto.build(
+        response = api_messages.build(
             ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_keys}
         )
         response.with_header(correlation_id=correlation_id)

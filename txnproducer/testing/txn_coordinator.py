@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .txn_state import (
+from .txn_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -37,7 +37,7 @@ from .txn_state import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
+    from .cluster_state import ClusterState
 
 __all__ = ["FIRST_PRODUCER_ID", "TransactionCoordinator"]
 

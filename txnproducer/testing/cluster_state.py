@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .log import PartitionLog
+from .partition_log import PartitionLog
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group_coordinator import GroupCoordinator
