@@ -25,6 +25,8 @@ from kafka.protocol.consumer.group import (
     SyncGroupResponse,
 )
 
+from txnproducer._internal.protocol import error_codes as ec
+
 from ._dispatch import RequestContext, handles
 from .group_offsets import CommittedOffset, TopicPartitionKey
 
@@ -44,8 +46,6 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 
 _V8_TOPIC = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
 _V8_PARTITION = _V8_TOPIC.OffsetFetchResponsePartitions
-_NOT_COORDINATOR = 16
-_GROUP_ID_NOT_FOUND = 69
 
 
 class _ClusterView(Protocol):
@@ -69,7 +69,7 @@ def _is_coordinator(state: _ClusterView, ctx: RequestContext, group_id: str) -> 
 def handle_join_group(state: _ClusterView, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     if not _is_coordinator(state, ctx, request.group_id):
-        return _join_response(v, error_code=_NOT_COORDINATOR, member_id=request.member_id)
+        return _join_response(v, error_code=ec.NOT_COORDINATOR, member_id=request.member_id)
     outcome = state.groups.join(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -128,7 +128,7 @@ def _join_response(
 def handle_sync_group(state: _ClusterView, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     if not _is_coordinator(state, ctx, request.group_id):
-        return SyncGroupResponse[v](throttle_time_ms=0, error_code=_NOT_COORDINATOR, assignment=b"")
+        return SyncGroupResponse[v](throttle_time_ms=0, error_code=ec.NOT_COORDINATOR, assignment=b"")
     outcome = state.groups.sync(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -152,7 +152,7 @@ def handle_sync_group(state: _ClusterView, ctx: RequestContext, request: Any) ->
 def handle_heartbeat(state: _ClusterView, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     if not _is_coordinator(state, ctx, request.group_id):
-        return HeartbeatResponse[v](throttle_time_ms=0, error_code=_NOT_COORDINATOR)
+        return HeartbeatResponse[v](throttle_time_ms=0, error_code=ec.NOT_COORDINATOR)
     error = state.groups.heartbeat(
         group_id=request.group_id,
         generation_id=request.generation_id,
@@ -167,7 +167,7 @@ def handle_heartbeat(state: _ClusterView, ctx: RequestContext, request: Any) -> 
 def handle_leave_group(state: _ClusterView, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     if not _is_coordinator(state, ctx, request.group_id):
-        return LeaveGroupResponse[v](throttle_time_ms=0, error_code=_NOT_COORDINATOR, members=[])
+        return LeaveGroupResponse[v](throttle_time_ms=0, error_code=ec.NOT_COORDINATOR, members=[])
     if v >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -175,7 +175,7 @@ def handle_leave_group(state: _ClusterView, ctx: RequestContext, request: Any) -
     top_error, results = state.groups.leave(group_id=request.group_id, members=leaving)
     if v < 3:
         # v0-2 have one member and no per-member list: its error is the response's error.
-        if top_error == 0 and results:
+        if top_error == ec.NONE and results:
             top_error = results[0][2]
         return LeaveGroupResponse[v](throttle_time_ms=0, error_code=top_error)
     return LeaveGroupResponse[v](
@@ -203,7 +203,7 @@ def handle_offset_commit(state: _ClusterView, ctx: RequestContext, request: Any)
                 metadata=p.committed_metadata,
             )
     if not _is_coordinator(state, ctx, request.group_id):
-        errors = dict.fromkeys(offsets, _NOT_COORDINATOR)
+        errors = dict.fromkeys(offsets, ec.NOT_COORDINATOR)
     else:
         errors = state.groups.commit_offsets(
             group_id=request.group_id,
@@ -248,7 +248,7 @@ def handle_offset_fetch(state: _ClusterView, ctx: RequestContext, request: Any) 
     if v < 2 and error:
         # v1 has no top-level error: every requested partition carries it.
         topics = _all_partitions_error(request.topics or [], error)
-        error = 0
+        error = ec.NONE
     return OffsetFetchResponse[v](throttle_time_ms=0, topics=topics, error_code=error)
 
 
@@ -261,7 +261,7 @@ def _fetch_group(
     version: int,
 ) -> tuple[str, list[Any], int]:
     if not _is_coordinator(state, ctx, group_id):
-        return group_id, [], _NOT_COORDINATOR
+        return group_id, [], ec.NOT_COORDINATOR
     partitions = None
     if requested is not None:
         partitions = [(t.name, p) for t in requested for p in t.partition_indexes]
@@ -284,7 +284,7 @@ def _fetch_group(
         topic_cls: Any = OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics
     else:
         topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
-    return group_id, [topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()], 0
+    return group_id, [topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()], ec.NONE
 
 
 def _all_partitions_error(requested: list[Any], error: int) -> list[Any]:
@@ -319,15 +319,15 @@ def handle_describe_groups(state: _ClusterView, ctx: RequestContext, request: An
             "authorized_operations": None,  # bitfield codec: None encodes INT32_MIN ("not requested")
         }
         if not _is_coordinator(state, ctx, group_id):
-            described.append(group_cls(error_code=_NOT_COORDINATOR, group_state="", **base))
+            described.append(group_cls(error_code=ec.NOT_COORDINATOR, group_state="", **base))
             continue
         desc = state.groups.describe(group_id)
         if desc is None:
             if v >= 6:
                 base["error_message"] = f"Group {group_id} not found."
-                described.append(group_cls(error_code=_GROUP_ID_NOT_FOUND, group_state="Dead", **base))
+                described.append(group_cls(error_code=ec.GROUP_ID_NOT_FOUND, group_state="Dead", **base))
             else:
-                described.append(group_cls(error_code=0, group_state="Dead", **base))
+                described.append(group_cls(error_code=ec.NONE, group_state="Dead", **base))
             continue
         base["protocol_type"] = desc.protocol_type
         base["protocol_data"] = desc.protocol_name
@@ -342,7 +342,7 @@ def handle_describe_groups(state: _ClusterView, ctx: RequestContext, request: An
             )
             for m in desc.members
         ]
-        described.append(group_cls(error_code=0, group_state=desc.state, **base))
+        described.append(group_cls(error_code=ec.NONE, group_state=desc.state, **base))
     return DescribeGroupsResponse[v](throttle_time_ms=0, groups=described)
 
 
@@ -365,4 +365,4 @@ def handle_list_groups(state: _ClusterView, ctx: RequestContext, request: Any) -
                 group_id=group_id, protocol_type=protocol_type, group_state=group_state, group_type="classic"
             )
         )
-    return ListGroupsResponse[v](throttle_time_ms=0, error_code=0, groups=listed)
+    return ListGroupsResponse[v](throttle_time_ms=0, error_code=ec.NONE, groups=listed)

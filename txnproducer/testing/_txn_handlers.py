@@ -25,19 +25,10 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitResponse,
 )
 
+from txnproducer._internal.protocol import error_codes as ec
+
 from ._dispatch import RequestContext, handles
-from .txn_coordinator import (
-    GROUP_KEY,
-    INVALID_REGULAR_EXPRESSION,
-    INVALID_REQUEST,
-    NONE,
-    NOT_COORDINATOR,
-    OPERATION_NOT_ATTEMPTED,
-    TRANSACTIONAL_ID_NOT_FOUND,
-    TXN_KEY,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    fenced_for_version,
-)
+from .txn_coordinator import GROUP_KEY, TXN_KEY, fenced_for_version
 from .txn_metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, OFFSETS_TOPIC, TxnState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +44,7 @@ def handle_init_producer_id(state: ClusterState, ctx: RequestContext, request: A
     tid = request.transactional_id
     ongoing_pid, ongoing_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     if tid and not _coordinator_ok(state, ctx, TXN_KEY, tid):
-        error, pid, epoch = NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        error, pid, epoch = ec.NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     else:
         error, pid, epoch, ongoing_pid, ongoing_epoch = state.txn.init_producer_id_v6(
             tid, request.transaction_timeout_ms,
@@ -104,19 +95,21 @@ def handle_add_partitions_to_txn(state: ClusterState, ctx: RequestContext, reque
                                         client_tv=2 if version >= 5 else 1)
         out.append(resp_cls.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
                                                       topic_results=results(errors)))
-    return resp_cls[version](throttle_time_ms=0, error_code=NONE, results_by_transaction=out)
+    return resp_cls[version](throttle_time_ms=0, error_code=ec.NONE, results_by_transaction=out)
 
 
 def _add_partitions_errors(state: ClusterState, ctx: RequestContext, tid: str, pid: int, epoch: int,
                            parts: list[tuple[str, int]], verify_only: bool,
                            client_tv: int) -> dict[tuple[str, int], int]:
     if not tid:
-        return dict.fromkeys(parts, INVALID_REQUEST)
+        return dict.fromkeys(parts, ec.INVALID_REQUEST)
     if not _coordinator_ok(state, ctx, TXN_KEY, tid):
-        return dict.fromkeys(parts, NOT_COORDINATOR)
+        return dict.fromkeys(parts, ec.NOT_COORDINATOR)
     unknown = [tp for tp in parts if tp[0] != OFFSETS_TOPIC and state.partition_log(*tp) is None]
     if unknown:
-        return {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in parts}
+        return {
+            tp: ec.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ec.OPERATION_NOT_ATTEMPTED for tp in parts
+        }
     if verify_only:
         return state.txn.verify_partitions(tid, pid, epoch, parts)
     return dict.fromkeys(parts, state.txn.add_partitions(tid, pid, epoch, parts, client_tv=client_tv))
@@ -127,9 +120,9 @@ def handle_add_offsets_to_txn(state: ClusterState, ctx: RequestContext, request:
     version = ctx.api_version
     tid = request.transactional_id
     if not tid:
-        error = INVALID_REQUEST
+        error = ec.INVALID_REQUEST
     elif not _coordinator_ok(state, ctx, TXN_KEY, tid):
-        error = NOT_COORDINATOR
+        error = ec.NOT_COORDINATOR
     else:
         error = state.txn.add_offsets(tid, request.producer_id, request.producer_epoch, request.group_id)
     error = fenced_for_version(version, 2, error)
@@ -141,7 +134,7 @@ def handle_end_txn(state: ClusterState, ctx: RequestContext, request: Any) -> An
     version = ctx.api_version
     tid = request.transactional_id
     if tid and not _coordinator_ok(state, ctx, TXN_KEY, tid):
-        error, pid, epoch = NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        error, pid, epoch = ec.NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     else:
         tv2 = version >= 5 and state.transaction_version >= 2
         error, pid, epoch = state.txn.end_txn(tid, request.producer_id, request.producer_epoch,
@@ -160,9 +153,9 @@ def handle_txn_offset_commit(state: ClusterState, ctx: RequestContext, request: 
             offsets[(topic.name, int(p.partition_index))] = (int(p.committed_offset), int(leader_epoch),
                                                              p.committed_metadata)
     if not _coordinator_ok(state, ctx, GROUP_KEY, request.group_id):
-        error = NOT_COORDINATOR
+        error = ec.NOT_COORDINATOR
     elif not request.transactional_id:
-        error = INVALID_REQUEST
+        error = ec.INVALID_REQUEST
     else:
         error = state.txn.txn_offset_commit(
             request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
@@ -185,16 +178,16 @@ def handle_describe_transactions(state: ClusterState, ctx: RequestContext, reque
     topic_cls = state_cls.TopicData
     out = []
     for tid in request.transactional_ids:
-        entry: dict[str, Any] = {"error_code": NONE, "transactional_id": tid, "transaction_state": "",
+        entry: dict[str, Any] = {"error_code": ec.NONE, "transactional_id": tid, "transaction_state": "",
                                  "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
                                  "producer_id": 0, "producer_epoch": 0, "topics": []}
         md = state.txn.metadata(tid) if tid else None
         if not tid:
-            entry["error_code"] = INVALID_REQUEST
+            entry["error_code"] = ec.INVALID_REQUEST
         elif not _coordinator_ok(state, ctx, TXN_KEY, tid):
-            entry["error_code"] = NOT_COORDINATOR
+            entry["error_code"] = ec.NOT_COORDINATOR
         elif md is None or md.state == TxnState.DEAD:
-            entry["error_code"] = TRANSACTIONAL_ID_NOT_FOUND
+            entry["error_code"] = ec.TRANSACTIONAL_ID_NOT_FOUND
         else:
             entry.update(transaction_state=md.state.value, transaction_timeout_ms=md.timeout_ms,
                          transaction_start_time_ms=md.start_time_ms, producer_id=md.producer_id,
@@ -219,7 +212,7 @@ def handle_list_transactions(state: ClusterState, ctx: RequestContext, request: 
         try:
             pattern = re.compile(pattern_text)
         except re.error:
-            return resp_cls[version](throttle_time_ms=0, error_code=INVALID_REGULAR_EXPRESSION,
+            return resp_cls[version](throttle_time_ms=0, error_code=ec.INVALID_REGULAR_EXPRESSION,
                                      unknown_state_filters=[], transaction_states=[])
     now = int(state.now_ms())
     listed = []
@@ -237,6 +230,6 @@ def handle_list_transactions(state: ClusterState, ctx: RequestContext, request: 
             continue
         listed.append(resp_cls.TransactionState(transactional_id=tid, producer_id=md.producer_id,
                                                 transaction_state=md.state.value))
-    return resp_cls[version](throttle_time_ms=0, error_code=NONE, unknown_state_filters=unknown,
+    return resp_cls[version](throttle_time_ms=0, error_code=ec.NONE, unknown_state_filters=unknown,
                              transaction_states=listed)
 

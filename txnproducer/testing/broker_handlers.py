@@ -22,6 +22,7 @@ from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceResponse
 
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.protocol import error_codes as ec
 
 from . import api_messages
 from ._dispatch import RequestContext, handles, registered_api_keys
@@ -30,19 +31,6 @@ from .partition_log import InvalidRecordsError, parse_batches
 
 _log = get_logger("txnproducer.testing.broker")
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-MESSAGE_TOO_LARGE = 10
-NOT_LEADER_OR_FOLLOWER = 6
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REQUEST = 42
-INVALID_REQUIRED_ACKS = 21
-UNKNOWN_TOPIC_ID = 100
-INVALID_TXN_STATE = 48
 
 # Apache Kafka 4.1.0's ApiVersions answer (api_versions.json), the versions this mock may advertise;
 # each is further intersected with kafka-python's schema range and the registered handlers.
@@ -137,7 +125,7 @@ def advertised_versions(transaction_version: int, enable_2pc: bool = False) -> l
 def api_versions(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     tv = state.transaction_version
     values: dict[str, Any] = {
-        "error_code": NONE,
+        "error_code": ec.NONE,
         "api_keys": [
             {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in advertised_versions(
                 tv, bool(state.settings.get("enable_2pc", False)))
@@ -184,7 +172,7 @@ def _topic_metadata(state: ClusterState, name: str) -> dict[str, Any]:
         replicas = state.replicas_of(name, log.partition)
         parts.append(
             {
-                "error_code": NONE,
+                "error_code": ec.NONE,
                 "partition_index": log.partition,
                 "leader_id": log.leader_id,
                 "leader_epoch": log.leader_epoch,
@@ -194,7 +182,7 @@ def _topic_metadata(state: ClusterState, name: str) -> dict[str, Any]:
             }
         )
     return {
-        "error_code": NONE,
+        "error_code": ec.NONE,
         "name": name,
         "topic_id": topic.topic_id,
         "is_internal": False,
@@ -218,7 +206,7 @@ def metadata(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 if found is None:
                     topics_out.append(
                         {
-                            "error_code": UNKNOWN_TOPIC_ID,
+                            "error_code": ec.UNKNOWN_TOPIC_ID,
                             "name": None,
                             "topic_id": t.topic_id,
                             "is_internal": False,
@@ -233,7 +221,7 @@ def metadata(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 else:
                     topics_out.append(
                         {
-                            "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                            "error_code": ec.UNKNOWN_TOPIC_OR_PARTITION,
                             "name": name,
                             "topic_id": uuid.UUID(int=0),
                             "is_internal": False,
@@ -253,7 +241,7 @@ def metadata(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             if state.brokers[state.controller_id].alive
             else (state.alive_broker_ids() or [-1])[0],
             "topics": topics_out,
-            "error_code": NONE,
+            "error_code": ec.NONE,
         },
     )
 
@@ -266,7 +254,7 @@ def _coordinator_entry(state: ClusterState, key_type: int, key: str) -> dict[str
             "node_id": -1,
             "host": "",
             "port": -1,
-            "error_code": INVALID_REQUEST,
+            "error_code": ec.INVALID_REQUEST,
             "error_message": f"Unsupported key type {key_type}",
         }
     node = state.coordinator_for(key_type, key)
@@ -277,15 +265,15 @@ def _coordinator_entry(state: ClusterState, key_type: int, key: str) -> dict[str
             "node_id": -1,
             "host": "",
             "port": -1,
-            "error_code": 15,
+            "error_code": ec.COORDINATOR_NOT_AVAILABLE,
             "error_message": None,
-        }  # COORDINATOR_NOT_AVAILABLE
+        }
     return {
         "key": key,
         "node_id": node,
         "host": broker.host,
         "port": broker.port,
-        "error_code": NONE,
+        "error_code": ec.NONE,
         "error_message": "",
     }
 
@@ -305,7 +293,7 @@ def find_coordinator(state: ClusterState, ctx: RequestContext, request: Any) -> 
         )
     entry = _coordinator_entry(state, key_type, request.key)
     message = entry["error_message"]
-    if entry["error_code"] == NONE:
+    if entry["error_code"] == ec.NONE:
         message = "NONE"  # what Kafka answers on success for v1-v3
     return api_messages.build(
         FindCoordinatorResponse,
@@ -329,17 +317,19 @@ def create_topics(state: ClusterState, ctx: RequestContext, request: Any) -> Any
         entry: dict[str, Any] = {
             "name": t.name,
             "topic_id": uuid.UUID(int=0),
-            "error_code": NONE,
+            "error_code": ec.NONE,
             "error_message": None,
             "num_partitions": -1,
             "replication_factor": -1,
             "configs": [],
         }
         if t.name in state.topics:
-            entry.update(error_code=TOPIC_ALREADY_EXISTS, error_message=f"Topic '{t.name}' already exists.")
+            entry.update(
+                error_code=ec.TOPIC_ALREADY_EXISTS, error_message=f"Topic '{t.name}' already exists."
+            )
         elif t.num_partitions == 0 or t.num_partitions < -1:
             entry.update(
-                error_code=INVALID_PARTITIONS, error_message="Number of partitions must be larger than 0."
+                error_code=ec.INVALID_PARTITIONS, error_message="Number of partitions must be larger than 0."
             )
         else:
             count = t.num_partitions if t.num_partitions > 0 else state.default_partitions
@@ -366,7 +356,7 @@ def _produce_partition(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "index": part.index,
-        "error_code": NONE,
+        "error_code": ec.NONE,
         "base_offset": -1,
         "log_append_time_ms": -1,
         "log_start_offset": -1,
@@ -375,35 +365,35 @@ def _produce_partition(
     }
     log = state.partition_log(topic, part.index)
     if log is None:
-        out["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+        out["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
         return out
     if log.leader_id != ctx.broker_id:
-        out["error_code"] = NOT_LEADER_OR_FOLLOWER
+        out["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
         if ctx.api_version >= 10:
             out["current_leader"] = _leader_hint(state, topic, part.index)
         return out
     if request.acks not in (-1, 0, 1):
-        out["error_code"] = INVALID_REQUIRED_ACKS
+        out["error_code"] = ec.INVALID_REQUIRED_ACKS
         return out
     try:
         batches = parse_batches(part.records or b"", validate_crc=state.settings.get("validate_crc", True))
     except InvalidRecordsError as exc:
         # Kafka answers corrupt batches with log_start_offset -1 and no message
         _log.info("mock.corrupt_batch", topic=topic, partition=part.index, reason=str(exc))
-        out["error_code"] = CORRUPT_MESSAGE
+        out["error_code"] = ec.CORRUPT_MESSAGE
         return out
     limit = state.topics[topic].max_message_bytes
     if any(len(b.data) > limit for b in batches):
         # Kafka checks each batch against the topic's max.message.bytes before anything else of
         # the producer state; nothing is appended
-        out["error_code"] = MESSAGE_TOO_LARGE
+        out["error_code"] = ec.MESSAGE_TOO_LARGE
         return out
     transactional = [b for b in batches if b.transactional]
     if transactional:
         first = transactional[0]
         if request.transactional_id is None:
             out.update(
-                error_code=INVALID_TXN_STATE, error_message="transactional batch without transactional id"
+                error_code=ec.INVALID_TXN_STATE, error_message="transactional batch without transactional id"
             )
             return out
         code, message = state.txn.verify_produce(
@@ -414,14 +404,14 @@ def _produce_partition(
             ctx.api_version,
             transactional_id=request.transactional_id,
         )
-        if code != NONE:
+        if code != ec.NONE:
             out.update(error_code=code, error_message=message)
             return out
     strict = bool(transactional) and ctx.api_version >= 12 and state.transaction_version >= 2
     result = log.append(batches, strict)
     # producer-state errors (sequence, epoch) carry the log start offset and, as in Kafka, no message
     out.update(error_code=result.error_code, log_start_offset=log.log_start_offset)
-    if result.error_code == NONE:
+    if result.error_code == ec.NONE:
         out.update(base_offset=result.base_offset, log_append_time_ms=result.log_append_time_ms)
     else:
         _log.info("mock.produce_rejected", error_code=result.error_code, reason=result.error_message)
@@ -442,10 +432,10 @@ def produce(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         parts = []
         for part in t.partition_data:
             if name is None:
-                parts.append({"index": part.index, "error_code": UNKNOWN_TOPIC_ID, "base_offset": -1})
+                parts.append({"index": part.index, "error_code": ec.UNKNOWN_TOPIC_ID, "base_offset": -1})
                 continue
             entry = _produce_partition(state, ctx, request, name, part)
-            appended = appended or (entry["error_code"] == NONE)
+            appended = appended or (entry["error_code"] == ec.NONE)
             parts.append(entry)
         responses.append({"name": t.name, "topic_id": topic_id, "partition_responses": parts})
     if appended:
@@ -454,7 +444,7 @@ def produce(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         return None
     values: dict[str, Any] = {"responses": responses, "throttle_time_ms": 0}
     if v >= 10 and any(
-        p["error_code"] == NOT_LEADER_OR_FOLLOWER for r in responses for p in r["partition_responses"]
+        p["error_code"] == ec.NOT_LEADER_OR_FOLLOWER for r in responses for p in r["partition_responses"]
     ):
         values["node_endpoints"] = [
             {"node_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
@@ -480,7 +470,7 @@ def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any) -> tuple
         for p in t.partitions:
             entry: dict[str, Any] = {
                 "partition_index": p.partition,
-                "error_code": NONE,
+                "error_code": ec.NONE,
                 "high_watermark": -1,
                 "last_stable_offset": -1,
                 "log_start_offset": -1,
@@ -490,11 +480,11 @@ def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any) -> tuple
             }
             log = state.partition_log(name, p.partition) if name is not None else None
             if log is None:
-                entry["error_code"] = UNKNOWN_TOPIC_ID if v >= 13 else UNKNOWN_TOPIC_OR_PARTITION
+                entry["error_code"] = ec.UNKNOWN_TOPIC_ID if v >= 13 else ec.UNKNOWN_TOPIC_OR_PARTITION
                 parts.append(entry)
                 continue
             if log.leader_id != ctx.broker_id:
-                entry["error_code"] = NOT_LEADER_OR_FOLLOWER
+                entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
                 if v >= 12 and name is not None:
                     entry["current_leader"] = _leader_hint(state, name, p.partition)
                 parts.append(entry)
@@ -502,7 +492,7 @@ def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any) -> tuple
             hw, lso = log.high_watermark, log.last_stable_offset
             entry.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=log.log_start_offset)
             if p.fetch_offset < log.log_start_offset or p.fetch_offset > hw:
-                entry["error_code"] = OFFSET_OUT_OF_RANGE
+                entry["error_code"] = ec.OFFSET_OUT_OF_RANGE
                 parts.append(entry)
                 continue
             limit = lso if read_committed else hw
@@ -539,7 +529,7 @@ def fetch(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     min_bytes = request.min_bytes
     while True:
         responses, total = _fetch_once(state, ctx, request)
-        errors = any(p["error_code"] != NONE for t in responses for p in t["partitions"])
+        errors = any(p["error_code"] != ec.NONE for t in responses for p in t["partitions"])
         remaining = deadline - time.monotonic()
         if total >= min_bytes or errors or remaining <= 0 or state.closed:
             break
@@ -549,7 +539,7 @@ def fetch(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         ctx.api_version,
         {
             "throttle_time_ms": 0,
-            "error_code": NONE,
+            "error_code": ec.NONE,
             "session_id": 0,
             "responses": responses,
         },
@@ -567,16 +557,16 @@ def list_offsets(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions:
             entry: dict[str, Any] = {
                 "partition_index": p.partition_index,
-                "error_code": NONE,
+                "error_code": ec.NONE,
                 "timestamp": -1,
                 "offset": -1,
                 "leader_epoch": -1,
             }
             log = state.partition_log(t.name, p.partition_index)
             if log is None:
-                entry["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+                entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
             elif log.leader_id != ctx.broker_id:
-                entry["error_code"] = NOT_LEADER_OR_FOLLOWER
+                entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
             else:
                 entry["leader_epoch"] = log.leader_epoch
                 ts = p.timestamp
@@ -610,7 +600,7 @@ def describe_producers(state: ClusterState, ctx: RequestContext, request: Any) -
                 parts.append(
                     {
                         "partition_index": p,
-                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_code": ec.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": None,
                         "active_producers": [],
                     }
@@ -620,7 +610,7 @@ def describe_producers(state: ClusterState, ctx: RequestContext, request: Any) -
                 parts.append(
                     {
                         "partition_index": p,
-                        "error_code": NOT_LEADER_OR_FOLLOWER,
+                        "error_code": ec.NOT_LEADER_OR_FOLLOWER,
                         "error_message": None,
                         "active_producers": [],
                     }
@@ -642,7 +632,7 @@ def describe_producers(state: ClusterState, ctx: RequestContext, request: Any) -
             parts.append(
                 {
                     "partition_index": p,
-                    "error_code": NONE,
+                    "error_code": ec.NONE,
                     "error_message": None,
                     "active_producers": producers,
                 }
@@ -686,7 +676,7 @@ def describe_configs(state: ClusterState, ctx: RequestContext, request: Any) -> 
     results = []
     for r in request.resources:
         entry: dict[str, Any] = {
-            "error_code": NONE,
+            "error_code": ec.NONE,
             "error_message": "",
             "resource_type": r.resource_type,
             "resource_name": r.resource_name,
@@ -697,7 +687,7 @@ def describe_configs(state: ClusterState, ctx: RequestContext, request: Any) -> 
         elif r.resource_type == 2:  # TOPIC
             if r.resource_name not in state.topics:
                 entry.update(
-                    error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                    error_code=ec.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message=f"Topic {r.resource_name} does not exist",
                 )
                 results.append(entry)

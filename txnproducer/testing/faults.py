@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from txnproducer._internal.protocol import error_codes as ec
+
 from . import api_messages
 
 ERROR = "error"
@@ -306,7 +308,7 @@ def response_error_codes(response: Any) -> tuple[int, ...]:
             if value is None:
                 continue
             if name.endswith("error_code"):
-                if isinstance(value, int) and value != 0:
+                if isinstance(value, int) and value != ec.NONE:
                     found.append(value)
             elif isinstance(value, list):
                 for item in value:

@@ -27,6 +27,8 @@ from typing import Protocol
 
 import attrs
 
+from txnproducer._internal.protocol import error_codes as ec
+
 from . import _group_handlers
 from .classic_group import (
     ClassicGroup,
@@ -58,23 +60,6 @@ _SETTINGS = {
     "group_min_session_timeout_ms": "min_session_timeout_ms",
     "group_max_session_timeout_ms": "max_session_timeout_ms",
 }
-
-# Kafka error codes used here.
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-UNSTABLE_OFFSET_COMMIT = 88
 
 
 class _StateView(Protocol):
@@ -288,20 +273,20 @@ class GroupCoordinator:
         now = self._now()
         self._run_timers(now)
         if not group_id:
-            return JoinOutcome(INVALID_GROUP_ID, member_id=member_id)
+            return JoinOutcome(ec.INVALID_GROUP_ID, member_id=member_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            return JoinOutcome(INVALID_SESSION_TIMEOUT, member_id=member_id)
+            return JoinOutcome(ec.INVALID_SESSION_TIMEOUT, member_id=member_id)
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms  # JoinGroup v0 has no rebalance timeout
         group = self._groups.get(group_id)
         if group is None:
             if member_id:
-                return JoinOutcome(UNKNOWN_MEMBER_ID, member_id=member_id)
+                return JoinOutcome(ec.UNKNOWN_MEMBER_ID, member_id=member_id)
             group = self._create_group(group_id)
         if group.state is GroupState.DEAD:
-            return JoinOutcome(COORDINATOR_NOT_AVAILABLE, member_id=member_id)
+            return JoinOutcome(ec.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
         if not group.supports_protocols(protocol_type, protocols):
-            return JoinOutcome(INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
+            return JoinOutcome(ec.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
 
         waiter = JoinWaiter()
         candidate = Member(
@@ -342,7 +327,7 @@ class GroupCoordinator:
             # KIP-394: hand out the id first; the member rejoins with it. Until then it is pending
             # and expires after its session timeout.
             group.pending_members[candidate.member_id] = now + candidate.session_timeout_ms
-            return JoinOutcome(MEMBER_ID_REQUIRED, member_id=candidate.member_id)
+            return JoinOutcome(ec.MEMBER_ID_REQUIRED, member_id=candidate.member_id)
         self._add_member_and_rebalance(group, candidate, waiter, now)
         return None
 
@@ -354,7 +339,7 @@ class GroupCoordinator:
             self._add_member_and_rebalance(group, candidate, waiter, now)
             return None
         error = self._validate_member(group, member_id, candidate.group_instance_id)
-        if error != NONE:
+        if error != ec.NONE:
             return JoinOutcome(error, member_id=member_id)
         member = group.members[member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
@@ -372,11 +357,11 @@ class GroupCoordinator:
                 self._update_member_and_rebalance(group, member, candidate, waiter, now)
                 return None
             return self._current_join_outcome(group, member_id, False)
-        return JoinOutcome(UNKNOWN_MEMBER_ID, member_id=member_id)
+        return JoinOutcome(ec.UNKNOWN_MEMBER_ID, member_id=member_id)
 
     def _current_join_outcome(self, group: ClassicGroup, member_id: str, with_members: bool) -> JoinOutcome:
         return JoinOutcome(
-            NONE,
+            ec.NONE,
             member_id=member_id,
             generation_id=group.generation_id,
             protocol_type=group.protocol_type,
@@ -405,7 +390,7 @@ class GroupCoordinator:
         member.client_id = candidate.client_id
         if member.join_waiter is not None:
             # A duplicate join from the same member (its earlier request was given up on).
-            member.complete_join(JoinOutcome(REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            member.complete_join(JoinOutcome(ec.REBALANCE_IN_PROGRESS, member_id=member.member_id))
         member.join_waiter = waiter
         self._maybe_prepare_rebalance_or_complete_join(group, now)
 
@@ -415,8 +400,8 @@ class GroupCoordinator:
         """A static member restarted with the same group.instance.id: it takes over the old id's place."""
         assert candidate.group_instance_id is not None
         old = group.members[old_id]
-        old.complete_join(JoinOutcome(FENCED_INSTANCE_ID, member_id=old_id))
-        old.complete_sync(SyncOutcome(FENCED_INSTANCE_ID))
+        old.complete_join(JoinOutcome(ec.FENCED_INSTANCE_ID, member_id=old_id))
+        old.complete_sync(SyncOutcome(ec.FENCED_INSTANCE_ID))
         member = group.replace_static_member(candidate.group_instance_id, old_id, candidate.member_id)
         old_protocols = member.protocols
         member.protocols = candidate.protocols
@@ -447,7 +432,7 @@ class GroupCoordinator:
         self._park(lambda: waiter.result is not None, bound)
         if waiter.result is None:
             self._detach_join_waiter(waiter)
-            return JoinOutcome(REBALANCE_IN_PROGRESS)
+            return JoinOutcome(ec.REBALANCE_IN_PROGRESS)
         return waiter.result
 
     def _detach_join_waiter(self, waiter: JoinWaiter) -> None:
@@ -465,7 +450,7 @@ class GroupCoordinator:
 
     def _prepare_rebalance(self, group: ClassicGroup, now: int) -> None:
         if group.state is GroupState.COMPLETING_REBALANCE:
-            self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_error(group, ec.REBALANCE_IN_PROGRESS)
         group.sync_deadline_ms = None
         initial = group.state is GroupState.EMPTY
         group.transition_to(GroupState.PREPARING_REBALANCE)
@@ -526,7 +511,7 @@ class GroupCoordinator:
         for member_id in list(group.pending_sync_members):
             member = group.remove(member_id)
             if member is not None:
-                member.complete_join(JoinOutcome(UNKNOWN_MEMBER_ID))
+                member.complete_join(JoinOutcome(ec.UNKNOWN_MEMBER_ID))
         self._prepare_rebalance(group, now)
 
     def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: int) -> None:
@@ -536,8 +521,8 @@ class GroupCoordinator:
 
     def _remove_member_and_update(self, group: ClassicGroup, member: Member, now: int) -> None:
         # A parked join of the removed member answers UNKNOWN_MEMBER_ID so a live client rejoins.
-        member.complete_join(JoinOutcome(UNKNOWN_MEMBER_ID))
-        member.complete_sync(SyncOutcome(UNKNOWN_MEMBER_ID))
+        member.complete_join(JoinOutcome(ec.UNKNOWN_MEMBER_ID))
+        member.complete_sync(SyncOutcome(ec.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group, now)
@@ -561,37 +546,38 @@ class GroupCoordinator:
         self._run_timers(now)
         group = self._groups.get(group_id)
         if group is None:
-            return SyncOutcome(UNKNOWN_MEMBER_ID)
+            return SyncOutcome(ec.UNKNOWN_MEMBER_ID)
         if group.state is GroupState.DEAD:
-            return SyncOutcome(COORDINATOR_NOT_AVAILABLE)
+            return SyncOutcome(ec.COORDINATOR_NOT_AVAILABLE)
         error = self._validate_member(group, member_id, group_instance_id)
-        if error != NONE:
+        if error != ec.NONE:
             return SyncOutcome(error)
         if generation_id != group.generation_id:
-            return SyncOutcome(ILLEGAL_GENERATION)
+            return SyncOutcome(ec.ILLEGAL_GENERATION)
         if _inconsistent(protocol_type, group.protocol_type) or _inconsistent(
             protocol_name, group.protocol_name
         ):
-            return SyncOutcome(INCONSISTENT_GROUP_PROTOCOL)
+            return SyncOutcome(ec.INCONSISTENT_GROUP_PROTOCOL)
         if group.state is GroupState.EMPTY:
-            return SyncOutcome(UNKNOWN_MEMBER_ID)
+            return SyncOutcome(ec.UNKNOWN_MEMBER_ID)
         if group.state is GroupState.PREPARING_REBALANCE:
-            return SyncOutcome(REBALANCE_IN_PROGRESS)
+            return SyncOutcome(ec.REBALANCE_IN_PROGRESS)
         member = group.members[member_id]
         if group.state is GroupState.STABLE:
             self._sync_received(group, member_id)
-            return SyncOutcome(NONE, group.protocol_type, group.protocol_name, member.assignment)
+            return SyncOutcome(ec.NONE, group.protocol_type, group.protocol_name, member.assignment)
         # CompletingRebalance: park until the leader's SyncGroup carries the assignment.
         waiter = SyncWaiter()
         if member.sync_waiter is not None:
-            member.complete_sync(SyncOutcome(REBALANCE_IN_PROGRESS))
+            member.complete_sync(SyncOutcome(ec.REBALANCE_IN_PROGRESS))
         member.sync_waiter = waiter
         self._sync_received(group, member_id)
         if group.is_leader(member_id):
             for m in group.members.values():
                 m.assignment = bytes(assignments.get(m.member_id, b""))
                 if m.sync_waiter is not None:
-                    m.complete_sync(SyncOutcome(NONE, group.protocol_type, group.protocol_name, m.assignment))
+                    outcome = SyncOutcome(ec.NONE, group.protocol_type, group.protocol_name, m.assignment)
+                    m.complete_sync(outcome)
                     m.heartbeat_deadline_ms = now + m.session_timeout_ms
             group.transition_to(GroupState.STABLE)
         self._notify()
@@ -600,7 +586,7 @@ class GroupCoordinator:
         if waiter.result is None:
             if member.sync_waiter is waiter:
                 member.sync_waiter = None
-            return SyncOutcome(REBALANCE_IN_PROGRESS)
+            return SyncOutcome(ec.REBALANCE_IN_PROGRESS)
         return waiter.result
 
     def _sync_received(self, group: ClassicGroup, member_id: str) -> None:
@@ -616,21 +602,21 @@ class GroupCoordinator:
         self._run_timers(now)
         group = self._groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return ec.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
-            return COORDINATOR_NOT_AVAILABLE
+            return ec.COORDINATOR_NOT_AVAILABLE
         error = self._validate_member(group, member_id, group_instance_id)
-        if error != NONE:
+        if error != ec.NONE:
             return error
         if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION
+            return ec.ILLEGAL_GENERATION
         if group.state is GroupState.EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return ec.UNKNOWN_MEMBER_ID
         member = group.members[member_id]
         member.heartbeat_deadline_ms = now + member.session_timeout_ms
         if group.state is GroupState.PREPARING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
-        return NONE
+            return ec.REBALANCE_IN_PROGRESS
+        return ec.NONE
 
     def leave(
         self, *, group_id: str, members: Iterable[tuple[str, str | None]]
@@ -640,9 +626,9 @@ class GroupCoordinator:
         self._run_timers(now)
         group = self._groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID, []
+            return ec.UNKNOWN_MEMBER_ID, []
         if group.state is GroupState.DEAD:
-            return COORDINATOR_NOT_AVAILABLE, []
+            return ec.COORDINATOR_NOT_AVAILABLE, []
         results: list[tuple[str, str | None, int]] = []
         left = 0
         for member_id, instance_id in members:
@@ -650,18 +636,18 @@ class GroupCoordinator:
                 # Administrative removal by group.instance.id (KIP-345).
                 existing = group.static_members.get(instance_id) if instance_id is not None else None
                 if existing is None:
-                    results.append((member_id, instance_id, UNKNOWN_MEMBER_ID))
+                    results.append((member_id, instance_id, ec.UNKNOWN_MEMBER_ID))
                     continue
                 self._remove_current_member(group, existing)
             elif member_id in group.pending_members:
                 del group.pending_members[member_id]
             else:
                 error = self._validate_member(group, member_id, instance_id)
-                if error != NONE:
+                if error != ec.NONE:
                     results.append((member_id, instance_id, error))
                     continue
                 self._remove_current_member(group, member_id)
-            results.append((member_id, instance_id, NONE))
+            results.append((member_id, instance_id, ec.NONE))
             left += 1
         if left:
             if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
@@ -669,12 +655,12 @@ class GroupCoordinator:
             elif group.state is GroupState.PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group, now)
             self._notify()
-        return NONE, results
+        return ec.NONE, results
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
-        member.complete_join(JoinOutcome(UNKNOWN_MEMBER_ID))
-        member.complete_sync(SyncOutcome(UNKNOWN_MEMBER_ID))
+        member.complete_join(JoinOutcome(ec.UNKNOWN_MEMBER_ID))
+        member.complete_sync(SyncOutcome(ec.UNKNOWN_MEMBER_ID))
         group.remove(member_id)
 
     # ------------------------------------------------------------------ offsets
@@ -696,12 +682,12 @@ class GroupCoordinator:
         """
         topics = None if known_topics is None else set(known_topics)
         group = self._groups.get(group_id)
-        error = NONE
+        error = ec.NONE
         if group is None:
             if generation_id < 0:
                 group = self._create_group(group_id)  # a "simple" group: offsets only
             else:
-                error = GROUP_ID_NOT_FOUND if api_version >= 9 else ILLEGAL_GENERATION
+                error = ec.GROUP_ID_NOT_FOUND if api_version >= 9 else ec.ILLEGAL_GENERATION
         if group is not None:
             error = self._validate_offset_commit(
                 group, member_id, group_instance_id, generation_id, transactional=False
@@ -710,14 +696,14 @@ class GroupCoordinator:
         store = self._offsets.setdefault(group_id, GroupOffsets())
         for tp, value in offsets.items():
             if topics is not None and tp[0] not in topics:
-                results[tp] = UNKNOWN_TOPIC_OR_PARTITION
-            elif error != NONE:
+                results[tp] = ec.UNKNOWN_TOPIC_OR_PARTITION
+            elif error != ec.NONE:
                 results[tp] = error
             elif len((value.metadata or "").encode()) > self.offset_metadata_max_bytes:
-                results[tp] = OFFSET_METADATA_TOO_LARGE
+                results[tp] = ec.OFFSET_METADATA_TOO_LARGE
             else:
                 store.commit(tp, attrs.evolve(value, metadata=value.metadata or ""))
-                results[tp] = NONE
+                results[tp] = ec.NONE
         return results
 
     def fetch_offsets(
@@ -733,9 +719,9 @@ class GroupCoordinator:
         results: list[tuple[TopicPartitionKey, CommittedOffset | None, int]] = []
         for tp in wanted:
             if require_stable and store.has_pending(tp):
-                results.append((tp, None, UNSTABLE_OFFSET_COMMIT))
+                results.append((tp, None, ec.UNSTABLE_OFFSET_COMMIT))
             else:
-                results.append((tp, store.committed.get(tp), NONE))
+                results.append((tp, store.committed.get(tp), ec.NONE))
         return results
 
     # -- used by the transaction coordinator (contract A) ---------------------------------------
@@ -747,7 +733,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                return ILLEGAL_GENERATION
+                return ec.ILLEGAL_GENERATION
             group = self._create_group(group_id)
         return self._validate_offset_commit(
             group, member_id, group_instance_id, generation_id, transactional=True
@@ -794,33 +780,33 @@ class GroupCoordinator:
         transactional: bool,
     ) -> int:
         if group.state is GroupState.DEAD:
-            return COORDINATOR_NOT_AVAILABLE
+            return ec.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.state is GroupState.EMPTY:
-            return NONE  # a simple commit (admin client / manual assignment)
+            return ec.NONE  # a simple commit (admin client / manual assignment)
         if generation_id >= 0 or member_id or group_instance_id is not None:
             error = self._validate_member(group, member_id, group_instance_id)
-            if error != NONE:
+            if error != ec.NONE:
                 return error
             if generation_id != group.generation_id:
-                return ILLEGAL_GENERATION
+                return ec.ILLEGAL_GENERATION
         elif not transactional and group.state is not GroupState.EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return ec.UNKNOWN_MEMBER_ID
         if not transactional and group.state is GroupState.COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
-        return NONE
+            return ec.REBALANCE_IN_PROGRESS
+        return ec.NONE
 
     @staticmethod
     def _validate_member(group: ClassicGroup, member_id: str, group_instance_id: str | None) -> int:
         if group_instance_id is not None:
             existing = group.static_members.get(group_instance_id)
             if existing is None:
-                return UNKNOWN_MEMBER_ID
+                return ec.UNKNOWN_MEMBER_ID
             if existing != member_id:
-                return FENCED_INSTANCE_ID
-            return NONE
+                return ec.FENCED_INSTANCE_ID
+            return ec.NONE
         if member_id not in group.members:
-            return UNKNOWN_MEMBER_ID
-        return NONE
+            return ec.UNKNOWN_MEMBER_ID
+        return ec.NONE
 
     def _create_group(self, group_id: str) -> ClassicGroup:
         group = ClassicGroup(group_id)

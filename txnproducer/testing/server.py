@@ -16,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.primitives import read_uvarint
 
 from . import api_messages
@@ -30,8 +31,6 @@ _log = get_logger("txnproducer.testing.server")
 
 MAX_FRAME = 100 * 1024 * 1024
 API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
-UNKNOWN_SERVER_ERROR = -1
 
 
 class ServerHost(Protocol):
@@ -262,7 +261,7 @@ class BrokerServer:
                 _log.exception("mock.handler_failed", broker_id=self.broker_id, api=name)
                 try:
                     response = error_response(
-                        ctx.api_key, ctx.api_version, request, UNKNOWN_SERVER_ERROR, state
+                        ctx.api_key, ctx.api_version, request, ec.UNKNOWN_SERVER_ERROR, state
                     )
                 except Exception:
                     self.host.requests.append(dropped=True, **log_args)
@@ -301,7 +300,7 @@ class BrokerServer:
             {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.host.api_versions()
         ]
         response = api_messages.build(
-            ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_keys}
+            ApiVersionsResponse, 0, {"error_code": ec.UNSUPPORTED_VERSION, "api_keys": api_keys}
         )
         response.with_header(correlation_id=correlation_id)
         data = response.encode(header=True, framed=True)
@@ -312,7 +311,7 @@ class BrokerServer:
             broker_id=self.broker_id,
             connection_id=conn.id,
             fields={},
-            error_codes=(UNSUPPORTED_VERSION,),
+            error_codes=(ec.UNSUPPORTED_VERSION,),
         )
         try:
             conn.sock.sendall(data)
