@@ -174,7 +174,7 @@ def test_every_advertised_data_path_version_round_trips(mock_cluster: MockCluste
     from kafka.protocol.consumer.offsets import ListOffsetsRequest
     from kafka.protocol.producer import ProduceRequest
 
-    from txnproducer.testing.broker_handlers import advertised_versions
+    from txnproducer.testing.handlers import advertised_versions
     from txnproducer.testing.wire_client import build_batch
 
     topic = mock_cluster.create_topic("versions", 1)

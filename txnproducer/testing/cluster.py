@@ -24,7 +24,7 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
-from . import api_messages, broker_handlers
+from . import api_messages, handlers
 from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
@@ -103,7 +103,6 @@ class MockCluster:
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
         self._started = False
-        # importing the coordinator modules also registers their request handlers
         self.state.txn = TransactionCoordinator(self.state)
         self.state.groups = GroupCoordinator(self.state)
 
@@ -158,8 +157,9 @@ class MockCluster:
         return next(self._connection_ids)
 
     def api_versions(self) -> list[tuple[int, int, int]]:
-        return broker_handlers.advertised_versions(self.state.transaction_version,
-                                                   bool(self.state.settings.get("enable_2pc", False)))
+        return handlers.advertised_versions(
+            self.state.transaction_version, bool(self.state.settings.get("enable_2pc", False))
+        )
 
     # ---------------------------------------------------------------- access
     @property

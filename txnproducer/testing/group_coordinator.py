@@ -7,7 +7,7 @@ the transactional offsets a producer stages with TxnOffsetCommit. This module im
 protocol the way Kafka's ``GroupMetadataManager`` does for classic groups (states Empty,
 PreparingRebalance, CompletingRebalance, Stable, Dead; MEMBER_ID_REQUIRED for JoinGroup v4+;
 static membership; generation-fenced offset commits), on plain Python values. The wire handlers
-live in ``_group_handlers`` (imported below so that importing this module registers them).
+(``handlers/join_group.py`` and its siblings) call it; it never imports them.
 
 Threading: every public method is called with ``state.lock`` held (handlers run under it; the
 cluster timer calls :meth:`GroupCoordinator.tick` under it). A JoinGroup or SyncGroup that has to
@@ -29,7 +29,6 @@ import attrs
 
 from txnproducer._internal.protocol import error_codes as ec
 
-from . import _group_handlers
 from .classic_group import (
     ClassicGroup,
     GroupState,
@@ -42,17 +41,12 @@ from .classic_group import (
 from .group_offsets import CommittedOffset, GroupOffsets, TopicPartitionKey
 
 __all__ = [
-    "SUPPORTED_VERSIONS",
     "CommittedOffset",
     "GroupCoordinator",
     "GroupDescription",
     "GroupState",
     "MemberDescription",
 ]
-
-# API versions this coordinator answers: Kafka 4.1.0's ranges (conformance api_versions.json)
-# intersected with the schemas kafka-python 3.0.12 can encode.
-SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = _group_handlers.SUPPORTED_VERSIONS
 
 # ``state.settings`` keys read at construction -> attribute.
 _SETTINGS = {

@@ -20,8 +20,8 @@ from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.primitives import read_uvarint
 
 from . import api_messages
-from ._dispatch import RequestContext, lookup
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan, error_response, response_error_codes
+from .handlers import RequestContext, lookup
 from .request_log import RequestLog, extract_fields
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -46,17 +46,7 @@ __all__ = ["FIRST_PRODUCER_ID", "TransactionCoordinator"]
 FIRST_PRODUCER_ID = 1000
 
 
-TXN_KEY = 1
-GROUP_KEY = 0
-
 NOT_ADDED_MESSAGE = "Partition was not added to the transaction"
-
-
-def fenced_for_version(version: int, first_fenced_version: int, error: int) -> int:
-    """KIP-588: versions older than the one that introduced PRODUCER_FENCED get INVALID_PRODUCER_EPOCH."""
-    if error == ec.PRODUCER_FENCED and version < first_fenced_version:
-        return ec.INVALID_PRODUCER_EPOCH
-    return error
 
 
 def _verification_error(error: int, tv2: bool) -> int:
@@ -546,7 +536,3 @@ class TransactionCoordinator:
         with self._state.lock:
             return list(self._txns)
 
-
-# The request handlers live in their own module; importing it registers them (cluster.py imports this
-# module for exactly that).
-from . import _txn_handlers  # noqa: E402, F401
