@@ -22,7 +22,8 @@ handlers are called that way; the public methods take the lock themselves, it is
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from txnproducer._internal.protocol import error_codes as ec
 
@@ -38,15 +39,60 @@ from .txn_metadata import (
     offsets_partition_for,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster_state import ClusterState
-
-__all__ = ["FIRST_PRODUCER_ID", "TransactionCoordinator"]
+__all__ = ["FIRST_PRODUCER_ID", "CoordinatorHost", "TransactionCoordinator"]
 
 FIRST_PRODUCER_ID = 1000
 
 
 NOT_ADDED_MESSAGE = "Partition was not added to the transaction"
+
+
+class MarkerLog(Protocol):
+    """A partition log as the coordinator sees it: where the COMMIT/ABORT markers go."""
+
+    def write_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None: ...
+
+
+class TxnOffsetsStore(Protocol):
+    """The group coordinator's side of transactional offsets (KIP-447), as this coordinator uses it."""
+
+    def validate_txn_offset_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int: ...
+
+    def stage_txn_offsets(
+        self, group_id: str, producer_id: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
+    ) -> None: ...
+
+    def complete_txn_offsets(self, group_id: str, producer_id: int, commit: bool) -> None: ...
+
+
+class CoordinatorHost(Protocol):
+    """What the coordinator needs from the cluster: ``ClusterState`` in the mock, a small fake in unit tests.
+
+    An interface rather than ``ClusterState`` itself, because the cluster state holds this coordinator:
+    naming the state here would make the two modules import each other.
+    """
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def transaction_version(self) -> int: ...
+
+    @property
+    def transaction_max_timeout_ms(self) -> int: ...
+
+    @property
+    def groups(self) -> TxnOffsetsStore: ...
+
+    def now_ms(self) -> int: ...
+
+    def notify_all(self) -> None: ...
+
+    def partition_log(self, topic: str, partition: int) -> MarkerLog | None: ...
 
 
 def _verification_error(error: int, tv2: bool) -> int:
@@ -68,7 +114,7 @@ def _verification_error(error: int, tv2: bool) -> int:
 class TransactionCoordinator:
     """All transactional ids of the cluster (one coordinator object; placement is checked by handlers)."""
 
-    def __init__(self, state: ClusterState, first_producer_id: int = FIRST_PRODUCER_ID) -> None:
+    def __init__(self, state: CoordinatorHost, first_producer_id: int = FIRST_PRODUCER_ID) -> None:
         self._state = state
         self._txns: dict[str, TransactionMetadata] = {}
         self._by_producer_id: dict[int, str] = {}
