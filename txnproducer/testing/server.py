@@ -20,9 +20,10 @@ from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.primitives import read_uvarint
 
 from . import api_messages
-from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan, error_response, response_error_codes
+from .error_responses import error_response
+from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .handlers import RequestContext, lookup
-from .request_log import RequestLog, extract_fields
+from .request_log import RequestLog, extract_fields, response_error_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cluster_state import ClusterState
