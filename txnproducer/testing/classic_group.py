@@ -1,6 +1,6 @@
 """The data model of one classic (pre-KIP-848) consumer group inside the MockCluster.
 
-Kept apart from the coordinator so the rebalance protocol (``group_coordinator.py``) reads as a
+Kept apart from the coordinator so the rebalance protocol (``group_membership.py``) reads as a
 sequence of state transitions over a small, inspectable model. The model follows the broker's
 ``ClassicGroup``: members keyed by member id, static members indexed by group instance id, the
 leader, the selected protocol and the generation. Nothing here blocks or touches the wire; the one

@@ -5,6 +5,10 @@ order too). Handlers run under ``state.lock``. Nothing a client sends can kill a
 an undecodable request, or an API key/version this broker does not speak, closes that connection
 (as Kafka does); an ApiVersions request with a too-new version gets the v0 answer
 UNSUPPORTED_VERSION with the API list, as Kafka does, so the client can downgrade.
+
+Dispatch goes through the handler list (``handlers.lookup``), the one place that says which APIs a
+broker answers. Fault rules (``faults.py``) are applied here, around the handler: an injected error is
+answered by ``error_responses.py`` without running the handler.
 """
 
 from __future__ import annotations

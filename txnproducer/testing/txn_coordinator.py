@@ -1,8 +1,10 @@
 """The MockCluster's transaction coordinator: Kafka 4.x ``TransactionCoordinator`` semantics.
 
-It answers InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-DescribeTransactions and ListTransactions, and gives the Produce handler the partition-leader side
-of KIP-890 (``verify_produce``: TV1 verification, TV2 implicit add). The rules follow the broker's
+It decides what InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeTransactions and ListTransactions do, and gives the Produce handler the partition-leader side
+of KIP-890 (``verify_produce``: TV1 verification, TV2 implicit add). The wire side - placement checks,
+fields and error codes per version - is the handler modules' (``handlers/end_txn.py`` and its siblings);
+this module never imports them. The rules follow the broker's
 ``TransactionCoordinator``/``TransactionMetadata``; where the broker's behaviour is only visible in
 the Kafka 4.1.0 conformance recordings (``shared/conformance/kafka-4.1.0``), the recordings win:
 

@@ -16,10 +16,7 @@ Version notes:
 - v0-6: the protocol name is "" rather than null when there is none (nullable from v7).
 - v9 (KIP-814): ``skip_assignment`` for a static leader that rejoined unchanged.
 
-Simplifications (the whole group coordinator): classic groups only - no KIP-848 consumer groups;
-fast-test defaults for group.initial.rebalance.delay.ms (0, Kafka 3000) and group.min.session.timeout.ms
-(1, Kafka 6000), see ``GroupCoordinator``; no group.max.size; every member's client host is
-"/127.0.0.1".
+Simplifications: none here; the group coordinator's own are stated in ``group_membership.py``.
 """
 
 from __future__ import annotations

@@ -8,10 +8,7 @@ Version notes:
 - v3+ (KIP-345): a batch of members with a result each; an empty member id with a group instance id
   removes that static member (administrative removal).
 
-Simplifications (the whole group coordinator): classic groups only - no KIP-848 consumer groups;
-fast-test defaults for group.initial.rebalance.delay.ms (0, Kafka 3000) and group.min.session.timeout.ms
-(1, Kafka 6000), see ``GroupCoordinator``; no group.max.size; every member's client host is
-"/127.0.0.1".
+Simplifications: none here; the group coordinator's own are stated in ``group_membership.py``.
 """
 
 from __future__ import annotations

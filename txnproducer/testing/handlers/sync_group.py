@@ -10,10 +10,7 @@ Version notes:
 - v3+: group instance id (static members).
 - v5+: protocol type and name, checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and returned.
 
-Simplifications (the whole group coordinator): classic groups only - no KIP-848 consumer groups;
-fast-test defaults for group.initial.rebalance.delay.ms (0, Kafka 3000) and group.min.session.timeout.ms
-(1, Kafka 6000), see ``GroupCoordinator``; no group.max.size; every member's client host is
-"/127.0.0.1".
+Simplifications: none here; the group coordinator's own are stated in ``group_membership.py``.
 """
 
 from __future__ import annotations
