@@ -25,7 +25,7 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer.eos import OutputRecord, TransactionalProcessor
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 PARTITIONS = 6
 TOTAL = 12_000

@@ -22,7 +22,7 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from txnproducer import TransactionalProducer, errors
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 
 def _fresh(prefix: str) -> str:

@@ -36,7 +36,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer.spark import CommitLog
 from txnproducer.spark._faults import _session_members
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 pytestmark = [pytest.mark.slow]
 

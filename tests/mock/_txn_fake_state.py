@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from txnproducer.testing._dispatch import RequestContext, lookup
+from txnproducer.testing.handlers import RequestContext, lookup
 from txnproducer.testing.txn_coordinator import TransactionCoordinator
 
 NONE = 0

@@ -6,7 +6,7 @@ with the transaction version to run a test on both paths::
     @pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True)
     def test_x(mock_cluster): ...
 
-``wire`` opens raw protocol connections (``txnproducer.testing._wire.WireClient``) to a broker by id and
+``wire`` opens raw protocol connections (``txnproducer.testing.wire_client.WireClient``) to a broker by id and
 closes them after the test.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 
 @pytest.fixture

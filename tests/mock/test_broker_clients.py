@@ -12,7 +12,7 @@ from kafka.protocol.producer import EndTxnRequest, InitProducerIdRequest, Produc
 from producer_helpers import read_committed_via_kafka_python
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient, build_batch
+from txnproducer.testing.wire_client import WireClient, build_batch
 
 Wire = Callable[[int], WireClient]
 

@@ -12,7 +12,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient, WireClosedError, build_batch
+from txnproducer.testing.wire_client import WireClient, WireClosedError, build_batch
 
 Wire = Callable[[int], WireClient]
 TOPIC = "faults-topic"

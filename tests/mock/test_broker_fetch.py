@@ -10,8 +10,8 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient, build_batch, decode_batches, record_values
-from txnproducer.testing.log import PartitionLog, parse_batches
+from txnproducer.testing.partition_log import PartitionLog, parse_batches
+from txnproducer.testing.wire_client import WireClient, build_batch, decode_batches, record_values
 
 Wire = Callable[[int], WireClient]
 TOPIC = "fetch-topic"

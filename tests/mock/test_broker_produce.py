@@ -14,7 +14,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.producer import ProduceRequest
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient, build_batch, decode_batches, record_values
+from txnproducer.testing.wire_client import WireClient, build_batch, decode_batches, record_values
 
 Wire = Callable[[int], WireClient]
 TOPIC = "produce-topic"
@@ -182,7 +182,7 @@ def test_describe_producers_and_markers(mock_cluster: MockCluster, wire: Wire) -
     log = mock_cluster.state.partition_log(TOPIC, 0)
     assert log is not None
     # a transactional batch appended straight to the log (the coordinator's verification is tested elsewhere)
-    from txnproducer.testing.log import parse_batches
+    from txnproducer.testing.partition_log import parse_batches
 
     txn = build_batch([(None, b"t0")], producer_id=77, producer_epoch=0, base_sequence=0, transactional=True)
     with mock_cluster.state.lock:

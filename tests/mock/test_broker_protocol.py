@@ -12,7 +12,7 @@ from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 Wire = Callable[[int], WireClient]
 
@@ -174,8 +174,8 @@ def test_every_advertised_data_path_version_round_trips(mock_cluster: MockCluste
     from kafka.protocol.consumer.offsets import ListOffsetsRequest
     from kafka.protocol.producer import ProduceRequest
 
-    from txnproducer.testing._wire import build_batch
-    from txnproducer.testing.broker_handlers import advertised_versions
+    from txnproducer.testing.handlers import advertised_versions
+    from txnproducer.testing.wire_client import build_batch
 
     topic = mock_cluster.create_topic("versions", 1)
     client = wire(topic.partitions[0].leader_id)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 ROOT = Path(__file__).resolve().parents[2]
 

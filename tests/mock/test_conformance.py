@@ -51,7 +51,7 @@ from kafka.protocol.producer.transaction import (
 )
 
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient, build_batch, decode_batches
+from txnproducer.testing.wire_client import WireClient, build_batch, decode_batches
 
 try:  # tests/mock is a plain directory (rootdir import) or a package, depending on the tree
     from _txn_fake_state import FakeState

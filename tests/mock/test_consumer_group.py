@@ -31,7 +31,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.testing import MockCluster
-from txnproducer.testing._wire import WireClient
+from txnproducer.testing.wire_client import WireClient
 
 TOPIC = "events"
 PARTITIONS = 6

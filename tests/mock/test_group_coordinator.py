@@ -26,9 +26,9 @@ from kafka.protocol.consumer.group import (
     SyncGroupRequest,
 )
 
-from txnproducer.testing import group_coordinator as gc_module
-from txnproducer.testing._dispatch import RequestContext, lookup
+from txnproducer.testing import handlers as gc_module
 from txnproducer.testing.group_coordinator import GroupCoordinator
+from txnproducer.testing.handlers import RequestContext, lookup
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -25,7 +25,7 @@ try:  # tests/mock is a plain directory (rootdir import) or a package, depending
 except ImportError:  # pragma: no cover
     from tests.mock._txn_fake_state import FakeState
 
-from txnproducer.testing.txn_state import offsets_partition_for
+from txnproducer.testing.txn_metadata import offsets_partition_for
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -13,7 +13,7 @@ import pytest
 from kafka.protocol.frame import KafkaBytes
 
 from txnproducer._internal.protocol.framing import RequestFramer, read_response_header
-from txnproducer.testing import _proto
+from txnproducer.testing import api_messages as _proto
 
 # api key -> field values (left-out fields take their defaults; fields a version lacks are dropped)
 _REQUESTS: dict[int, dict[str, Any]] = {

@@ -24,14 +24,14 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
-from . import _proto, broker_handlers
+from . import api_messages, handlers
+from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
 from .request_log import RequestLog, RequestLogEntry
 from .server import BrokerServer
-from .state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .txn_coordinator import TransactionCoordinator
-from .txn_state import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
+from .txn_metadata import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
 
 _log = get_logger("txnproducer.testing.cluster")
 
@@ -103,7 +103,6 @@ class MockCluster:
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
         self._started = False
-        # importing the coordinator modules also registers their request handlers
         self.state.txn = TransactionCoordinator(self.state)
         self.state.groups = GroupCoordinator(self.state)
 
@@ -158,8 +157,9 @@ class MockCluster:
         return next(self._connection_ids)
 
     def api_versions(self) -> list[tuple[int, int, int]]:
-        return broker_handlers.advertised_versions(self.state.transaction_version,
-                                                   bool(self.state.settings.get("enable_2pc", False)))
+        return handlers.advertised_versions(
+            self.state.transaction_version, bool(self.state.settings.get("enable_2pc", False))
+        )
 
     # ---------------------------------------------------------------- access
     @property
@@ -220,7 +220,7 @@ class MockCluster:
 
     def partition_records(self, topic: str, partition: int, read_committed: bool = False) -> list[Any]:
         """The data records of a partition (kafka-python records); without aborted data if read_committed."""
-        from ._wire import decode_batches
+        from .wire_client import decode_batches
 
         with self.state.lock:
             log = self.state.partition_log(topic, partition)
@@ -260,14 +260,14 @@ class MockCluster:
         if not codes:
             raise ValueError("at least one error code is needed")
         n = count if count is not None else len(codes)
-        self.faults.add(ERROR, _proto.api_key_of(api), broker_id, n, codes)
+        self.faults.add(ERROR, api_messages.api_key_of(api), broker_id, n, codes)
 
     def delay_responses(
         self, api: int | str, delay_ms: int, count: int = 1, broker_id: int | None = None
     ) -> None:
         """Hold the responses of the next ``count`` requests of ``api`` for ``delay_ms`` (handled at once,
         answered late: later requests on the same connection queue behind, as on a slow broker)."""
-        self.faults.add(DELAY, _proto.api_key_of(api), broker_id, count, [delay_ms])
+        self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, count, [delay_ms])
 
     def drop_connections(self, broker_id: int | None = None) -> None:
         """Close every client connection now (of one broker, or of all); clients must reconnect."""
@@ -286,9 +286,8 @@ class MockCluster:
         """
         if when not in ("before", "after"):
             raise ValueError('when must be "before" or "after"')
-        self.faults.add(
-            DROP_BEFORE if when == "before" else DROP_AFTER, _proto.api_key_of(api), broker_id, count, [None]
-        )
+        kind = DROP_BEFORE if when == "before" else DROP_AFTER
+        self.faults.add(kind, api_messages.api_key_of(api), broker_id, count, [None])
 
     def stop_broker(self, broker_id: int) -> None:
         """Stop a broker: its port closes, connections drop, it leaves Metadata, its partitions get new

@@ -1,11 +1,13 @@
 """What crossed the wire: one entry per request a MockCluster broker handled (or dropped).
 
 Tests assert on the log instead of sleeping: ``wait_for(predicate, timeout)`` blocks on a Condition
-until a matching entry is appended (or one already exists), with a bound.
+until a matching entry is appended (or one already exists), with a bound. ``extract_fields`` and
+``response_error_codes`` pick from a request and its response what an entry records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +15,10 @@ from typing import Any
 
 import attrs
 
-from . import _proto
+from txnproducer._internal.protocol import error_codes as ec
+
+from . import api_messages
+from .partition_log import HEADER, HEADER_SIZE
 
 
 @attrs.frozen
@@ -154,8 +159,6 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
 
 
 def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, bool]]:
-    from .log import HEADER, HEADER_SIZE
-
     out = []
     for topic in request.topic_data:
         name = getattr(topic, "name", None) or str(getattr(topic, "topic_id", ""))  # v13: by id
@@ -172,4 +175,30 @@ def _produce_batches(request: Any) -> list[tuple[str, int, int, int, int, int, b
 
 
 def api_label(api_key: int) -> str:
-    return _proto.api_name(api_key)
+    return api_messages.api_name(api_key)
+
+
+def response_error_codes(response: Any) -> tuple[int, ...]:
+    """Every non-zero ``*error_code`` anywhere in a response (for the request log)."""
+    found: list[int] = []
+
+    def walk(obj: Any) -> None:
+        struct_ = getattr(obj, "_struct", None)
+        if struct_ is None:
+            return
+        for name in struct_.fields:
+            value = getattr(obj, name, None)
+            if value is None:
+                continue
+            if name.endswith("error_code"):
+                if isinstance(value, int) and value != ec.NONE:
+                    found.append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+            elif hasattr(value, "_struct"):
+                walk(value)
+
+    with contextlib.suppress(Exception):  # never break the connection over logging
+        walk(response)
+    return tuple(found)

@@ -5,6 +5,10 @@ order too). Handlers run under ``state.lock``. Nothing a client sends can kill a
 an undecodable request, or an API key/version this broker does not speak, closes that connection
 (as Kafka does); an ApiVersions request with a too-new version gets the v0 answer
 UNSUPPORTED_VERSION with the API list, as Kafka does, so the client can downgrade.
+
+Dispatch goes through the handler list (``handlers.lookup``), the one place that says which APIs a
+broker answers. Fault rules (``faults.py``) are applied here, around the handler: an injected error is
+answered by ``error_responses.py`` without running the handler.
 """
 
 from __future__ import annotations
@@ -16,22 +20,22 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.primitives import read_uvarint
 
-from . import _proto
-from ._dispatch import RequestContext, lookup
-from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan, error_response, response_error_codes
-from .request_log import RequestLog, extract_fields
+from . import api_messages
+from .error_responses import error_response
+from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
+from .handlers import RequestContext, lookup
+from .request_log import RequestLog, extract_fields, response_error_codes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
+    from .cluster_state import ClusterState
 
 _log = get_logger("txnproducer.testing.server")
 
 MAX_FRAME = 100 * 1024 * 1024
 API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
-UNKNOWN_SERVER_ERROR = -1
 
 
 class ServerHost(Protocol):
@@ -210,7 +214,7 @@ class BrokerServer:
         if len(frame) < 10:
             return False
         api_key, api_version = struct.unpack_from(">hh", frame, 0)
-        req_cls = _proto.request_class(api_key)
+        req_cls = api_messages.request_class(api_key)
         if api_key == API_VERSIONS and req_cls is not None and api_version > req_cls.max_version:
             return self._unsupported_api_versions(conn, frame)
         if req_cls is None or lookup(api_key) is None:
@@ -237,7 +241,7 @@ class BrokerServer:
         faults = self.host.faults
         state = self.host.state
         fields = extract_fields(ctx.api_key, request)
-        name = _proto.api_name(ctx.api_key)
+        name = api_messages.api_name(ctx.api_key)
         log_args = {
             "api": name,
             "api_key": ctx.api_key,
@@ -262,7 +266,7 @@ class BrokerServer:
                 _log.exception("mock.handler_failed", broker_id=self.broker_id, api=name)
                 try:
                     response = error_response(
-                        ctx.api_key, ctx.api_version, request, UNKNOWN_SERVER_ERROR, state
+                        ctx.api_key, ctx.api_version, request, ec.UNKNOWN_SERVER_ERROR, state
                     )
                 except Exception:
                     self.host.requests.append(dropped=True, **log_args)
@@ -300,8 +304,8 @@ class BrokerServer:
         api_keys = [
             {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.host.api_versions()
         ]
-        response = _proto.build(
-            ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION, "api_keys": api_keys}
+        response = api_messages.build(
+            ApiVersionsResponse, 0, {"error_code": ec.UNSUPPORTED_VERSION, "api_keys": api_keys}
         )
         response.with_header(correlation_id=correlation_id)
         data = response.encode(header=True, framed=True)
@@ -312,7 +316,7 @@ class BrokerServer:
             broker_id=self.broker_id,
             connection_id=conn.id,
             fields={},
-            error_codes=(UNSUPPORTED_VERSION,),
+            error_codes=(ec.UNSUPPORTED_VERSION,),
         )
         try:
             conn.sock.sendall(data)

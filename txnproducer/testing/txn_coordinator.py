@@ -1,8 +1,10 @@
 """The MockCluster's transaction coordinator: Kafka 4.x ``TransactionCoordinator`` semantics.
 
-It answers InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-DescribeTransactions and ListTransactions, and gives the Produce handler the partition-leader side
-of KIP-890 (``verify_produce``: TV1 verification, TV2 implicit add). The rules follow the broker's
+It decides what InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeTransactions and ListTransactions do, and gives the Produce handler the partition-leader side
+of KIP-890 (``verify_produce``: TV1 verification, TV2 implicit add). The wire side - placement checks,
+fields and error codes per version - is the handler modules' (``handlers/end_txn.py`` and its siblings);
+this module never imports them. The rules follow the broker's
 ``TransactionCoordinator``/``TransactionMetadata``; where the broker's behaviour is only visible in
 the Kafka 4.1.0 conformance recordings (``shared/conformance/kafka-4.1.0``), the recordings win:
 
@@ -22,9 +24,12 @@ handlers are called that way; the public methods take the lock themselves, it is
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-from .txn_state import (
+from txnproducer._internal.protocol import error_codes as ec
+
+from .txn_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -36,43 +41,60 @@ from .txn_state import (
     offsets_partition_for,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .state import ClusterState
-
-__all__ = ["FIRST_PRODUCER_ID", "TransactionCoordinator"]
+__all__ = ["FIRST_PRODUCER_ID", "CoordinatorHost", "TransactionCoordinator"]
 
 FIRST_PRODUCER_ID = 1000
 
-# Error codes (Apache Kafka's Errors enum)
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-NOT_ENOUGH_REPLICAS = 19
-INVALID_REQUEST = 42
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-INVALID_TRANSACTION_TIMEOUT = 50
-CONCURRENT_TRANSACTIONS = 51
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-OPERATION_NOT_ATTEMPTED = 55
-PRODUCER_FENCED = 90
-TRANSACTIONAL_ID_NOT_FOUND = 105
-TRANSACTION_ABORTABLE = 120
-INVALID_REGULAR_EXPRESSION = 128
-
-TXN_KEY = 1
-GROUP_KEY = 0
 
 NOT_ADDED_MESSAGE = "Partition was not added to the transaction"
 
 
-def fenced_for_version(version: int, first_fenced_version: int, error: int) -> int:
-    """KIP-588: versions older than the one that introduced PRODUCER_FENCED get INVALID_PRODUCER_EPOCH."""
-    if error == PRODUCER_FENCED and version < first_fenced_version:
-        return INVALID_PRODUCER_EPOCH
-    return error
+class MarkerLog(Protocol):
+    """A partition log as the coordinator sees it: where the COMMIT/ABORT markers go."""
+
+    def write_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None: ...
+
+
+class TxnOffsetsStore(Protocol):
+    """The group coordinator's side of transactional offsets (KIP-447), as this coordinator uses it."""
+
+    def validate_txn_offset_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int: ...
+
+    def stage_txn_offsets(
+        self, group_id: str, producer_id: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
+    ) -> None: ...
+
+    def complete_txn_offsets(self, group_id: str, producer_id: int, commit: bool) -> None: ...
+
+
+class CoordinatorHost(Protocol):
+    """What the coordinator needs from the cluster: ``ClusterState`` in the mock, a small fake in unit tests.
+
+    An interface rather than ``ClusterState`` itself, because the cluster state holds this coordinator:
+    naming the state here would make the two modules import each other.
+    """
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def transaction_version(self) -> int: ...
+
+    @property
+    def transaction_max_timeout_ms(self) -> int: ...
+
+    @property
+    def groups(self) -> TxnOffsetsStore: ...
+
+    def now_ms(self) -> int: ...
+
+    def notify_all(self) -> None: ...
+
+    def partition_log(self, topic: str, partition: int) -> MarkerLog | None: ...
 
 
 def _verification_error(error: int, tv2: bool) -> int:
@@ -82,19 +104,19 @@ def _verification_error(error: int, tv2: bool) -> int:
     NOT_ENOUGH_REPLICAS (retriable, no metadata refresh); CONCURRENT_TRANSACTIONS does too on the TV1
     verification path, while the TV2 add path (after ~100 ms of server-side retries) returns it as is.
     """
-    if error == PRODUCER_FENCED:
-        return INVALID_PRODUCER_EPOCH
-    if error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
-        return NOT_ENOUGH_REPLICAS
-    if error == CONCURRENT_TRANSACTIONS and not tv2:
-        return NOT_ENOUGH_REPLICAS
+    if error == ec.PRODUCER_FENCED:
+        return ec.INVALID_PRODUCER_EPOCH
+    if error in (ec.NOT_COORDINATOR, ec.COORDINATOR_NOT_AVAILABLE):
+        return ec.NOT_ENOUGH_REPLICAS
+    if error == ec.CONCURRENT_TRANSACTIONS and not tv2:
+        return ec.NOT_ENOUGH_REPLICAS
     return error
 
 
 class TransactionCoordinator:
     """All transactional ids of the cluster (one coordinator object; placement is checked by handlers)."""
 
-    def __init__(self, state: ClusterState, first_producer_id: int = FIRST_PRODUCER_ID) -> None:
+    def __init__(self, state: CoordinatorHost, first_producer_id: int = FIRST_PRODUCER_ID) -> None:
         self._state = state
         self._txns: dict[str, TransactionMetadata] = {}
         self._by_producer_id: dict[int, str] = {}
@@ -158,21 +180,21 @@ class TransactionCoordinator:
         none = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         with self._state.lock:
             if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
-                return (INVALID_REQUEST, *none, *none)
+                return (ec.INVALID_REQUEST, *none, *none)
             expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
             if transactional_id is None:
                 # idempotent producer: always a brand-new id (even when it asks for a KIP-360 bump)
-                return (NONE, self.allocate_producer_id(), 0, *none)
+                return (ec.NONE, self.allocate_producer_id(), 0, *none)
             if transactional_id == "":
-                return (INVALID_REQUEST, *none, *none)
+                return (ec.INVALID_REQUEST, *none, *none)
             if enable_2pc or keep_prepared_txn:
                 if not getattr(self._state, "settings", {}).get("enable_2pc", False):
                     # the recorded broker (2PC off) refuses enable_2pc this way
-                    return (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *none, *none)
+                    return (ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *none, *none)
                 if keep_prepared_txn and not enable_2pc:
-                    return (INVALID_REQUEST, *none, *none)
+                    return (ec.INVALID_REQUEST, *none, *none)
             elif not 0 < timeout_ms <= self._state.transaction_max_timeout_ms:
-                return (INVALID_TRANSACTION_TIMEOUT, *none, *none)
+                return (ec.INVALID_TRANSACTION_TIMEOUT, *none, *none)
             md = self._txns.get(transactional_id)
             if md is None:
                 md = TransactionMetadata(transactional_id, self.allocate_producer_id(), timeout_ms=timeout_ms,
@@ -182,7 +204,7 @@ class TransactionCoordinator:
             if keep_prepared_txn and md.state == TxnState.ONGOING:
                 return self._keep_ongoing(md, timeout_ms, expected)
             error, pid, epoch = self._init_existing(md, timeout_ms, expected)
-            if error == NONE:
+            if error == ec.NONE:
                 md.two_phase = enable_2pc
             return (error, pid, epoch, *none)
 
@@ -191,10 +213,10 @@ class TransactionCoordinator:
         """KIP-939 recovery: fence the old instance (epoch + 1) but keep its transaction open."""
         none = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if expected is not None and expected[0] != md.producer_id:
-            return (PRODUCER_FENCED, *none, *none)
+            return (ec.PRODUCER_FENCED, *none, *none)
         if is_epoch_exhausted(md.producer_epoch):
             # the kept transaction's markers must carry its producer id: no room for a rotation here
-            return (CONCURRENT_TRANSACTIONS, *none, *none)
+            return (ec.CONCURRENT_TRANSACTIONS, *none, *none)
         ongoing_pid, ongoing_epoch = md.producer_id, md.producer_epoch
         md.last_producer_epoch = ongoing_epoch
         md.producer_epoch = ongoing_epoch + 1
@@ -202,11 +224,11 @@ class TransactionCoordinator:
         md.timeout_ms = timeout_ms
         md.last_update_ms = self._now()
         self._changed()
-        return NONE, md.producer_id, md.producer_epoch, ongoing_pid, ongoing_epoch
+        return ec.NONE, md.producer_id, md.producer_epoch, ongoing_pid, ongoing_epoch
 
     def _init_existing(self, md: TransactionMetadata, timeout_ms: int,
                        expected: tuple[int, int] | None) -> tuple[int, int, int]:
-        fenced = (PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        fenced = (ec.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         if expected is not None:
             exp_pid, exp_epoch = expected
             valid = (md.producer_epoch == NO_PRODUCER_EPOCH or exp_pid == md.producer_id
@@ -214,11 +236,11 @@ class TransactionCoordinator:
             if not valid:
                 return fenced
         if md.state in PREPARE_STATES:
-            return CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            return ec.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.state == TxnState.ONGOING:
             # abort the ongoing transaction first; the client retries and then gets its epoch
             self._abort_by_coordinator(md, tv2=self._state.transaction_version >= 2)
-            return CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            return ec.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         now = self._now()
         if is_epoch_exhausted(md.producer_epoch):
             # no epoch left to hand out: a new producer id (also for the retry of a bump that fenced an
@@ -248,7 +270,7 @@ class TransactionCoordinator:
         md.start_time_ms = -1
         md.last_update_ms = now
         self._changed()
-        return NONE, md.producer_id, md.producer_epoch
+        return ec.NONE, md.producer_id, md.producer_epoch
 
     # ------------------------------------------------------------ adding partitions
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -257,18 +279,18 @@ class TransactionCoordinator:
         with self._state.lock:
             md = self._txns.get(transactional_id)
             if md is None or md.producer_id != producer_id:
-                return INVALID_PRODUCER_ID_MAPPING
+                return ec.INVALID_PRODUCER_ID_MAPPING
             if md.producer_epoch != producer_epoch:
-                return PRODUCER_FENCED
+                return ec.PRODUCER_FENCED
             if md.state in PREPARE_STATES:
-                return CONCURRENT_TRANSACTIONS
+                return ec.CONCURRENT_TRANSACTIONS
             parts = list(partitions)
             if md.state == TxnState.ONGOING and all(tp in md.partitions for tp in parts):
-                return NONE
+                return ec.NONE
             md.begin_if_idle(self._now(), client_tv)
             md.add_partitions(parts)
             self._changed()
-            return NONE
+            return ec.NONE
 
     def verify_partitions(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -276,18 +298,18 @@ class TransactionCoordinator:
         with self._state.lock:
             parts = list(partitions)
             md = self._lookup(transactional_id, producer_id)
-            error = NONE
+            error = ec.NONE
             if not transactional_id and transactional_id is not None:
-                error = INVALID_REQUEST
+                error = ec.INVALID_REQUEST
             elif md is None or md.producer_id != producer_id:
-                error = INVALID_PRODUCER_ID_MAPPING
+                error = ec.INVALID_PRODUCER_ID_MAPPING
             elif md.producer_epoch != producer_epoch:
-                error = PRODUCER_FENCED
+                error = ec.PRODUCER_FENCED
             elif md.state in PREPARE_STATES:
-                error = CONCURRENT_TRANSACTIONS
-            if error != NONE or md is None:
+                error = ec.CONCURRENT_TRANSACTIONS
+            if error != ec.NONE or md is None:
                 return dict.fromkeys(parts, error)
-            return {tp: NONE if tp in md.partitions else TRANSACTION_ABORTABLE for tp in parts}
+            return {tp: ec.NONE if tp in md.partitions else ec.TRANSACTION_ABORTABLE for tp in parts}
 
     def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int,
                        api_version: int, transactional_id: str | None = None) -> tuple[int, str | None]:
@@ -308,14 +330,14 @@ class TransactionCoordinator:
             if tv2:
                 md = self._lookup(transactional_id, producer_id)
                 if md is None:
-                    return INVALID_PRODUCER_ID_MAPPING, None
+                    return ec.INVALID_PRODUCER_ID_MAPPING, None
                 error = self.add_partitions(md.transactional_id, producer_id, producer_epoch, [tp],
                                             client_tv=2)
             else:
                 error = self.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
             error = _verification_error(error, tv2)
-            if error == TRANSACTION_ABORTABLE and api_version <= 10:
-                return INVALID_TXN_STATE, NOT_ADDED_MESSAGE
+            if error == ec.TRANSACTION_ABORTABLE and api_version <= 10:
+                return ec.INVALID_TXN_STATE, NOT_ADDED_MESSAGE
             return error, None
 
     # ------------------------------------------------------------------ EndTxn
@@ -325,10 +347,10 @@ class TransactionCoordinator:
         with self._state.lock:
             fail = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             if not transactional_id:
-                return (INVALID_REQUEST, *fail)
+                return (ec.INVALID_REQUEST, *fail)
             md = self._txns.get(transactional_id)
             if md is None:
-                return (INVALID_PRODUCER_ID_MAPPING, *fail)
+                return (ec.INVALID_PRODUCER_ID_MAPPING, *fail)
             if not tv2:
                 return self._end_txn_tv1(md, producer_id, producer_epoch, commit)
             return self._end_txn_tv2(md, producer_id, producer_epoch, commit)
@@ -337,21 +359,21 @@ class TransactionCoordinator:
                      commit: bool) -> tuple[int, int, int]:
         fail = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.producer_id != producer_id:
-            return (INVALID_PRODUCER_ID_MAPPING, *fail)
+            return (ec.INVALID_PRODUCER_ID_MAPPING, *fail)
         if producer_epoch != md.producer_epoch:
-            return (PRODUCER_FENCED, *fail)
+            return (ec.PRODUCER_FENCED, *fail)
         state = md.state
         if state == TxnState.ONGOING:
             self._prepare_end(md, commit, bump=False, no_partition_added=False,
                               next_producer_id=NO_PRODUCER_ID)
-            return (NONE, *fail)
+            return (ec.NONE, *fail)
         same = (state == TxnState.COMPLETE_COMMIT) == commit
         if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
-            return (NONE if same else INVALID_TXN_STATE, *fail)
+            return (ec.NONE if same else ec.INVALID_TXN_STATE, *fail)
         if state in PREPARE_STATES:
             same = (state == TxnState.PREPARE_COMMIT) == commit
-            return (CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE, *fail)
-        return (INVALID_TXN_STATE, *fail)
+            return (ec.CONCURRENT_TRANSACTIONS if same else ec.INVALID_TXN_STATE, *fail)
+        return (ec.INVALID_TXN_STATE, *fail)
 
     def _end_txn_tv2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
                      commit: bool) -> tuple[int, int, int]:
@@ -368,26 +390,26 @@ class TransactionCoordinator:
             valid_epoch = producer_epoch == md.producer_epoch
         is_retry = retry_on_bump or retry_on_overflow
         if md.producer_id != producer_id and not retry_on_overflow:
-            return (INVALID_PRODUCER_ID_MAPPING, *fail)
+            return (ec.INVALID_PRODUCER_ID_MAPPING, *fail)
         if not valid_epoch:
-            return (PRODUCER_FENCED, *fail)
+            return (ec.PRODUCER_FENCED, *fail)
         current = (md.producer_id, md.producer_epoch)
         if state == TxnState.ONGOING:
             return self._end_tv2_now(md, commit, no_partition_added=False)
         if state == TxnState.COMPLETE_COMMIT:
             if commit:
-                return (NONE, *current) if is_retry else (INVALID_TXN_STATE, *fail)
-            return (INVALID_TXN_STATE, *fail) if is_retry else self._end_tv2_now(md, False, True)
+                return (ec.NONE, *current) if is_retry else (ec.INVALID_TXN_STATE, *fail)
+            return (ec.INVALID_TXN_STATE, *fail) if is_retry else self._end_tv2_now(md, False, True)
         if state == TxnState.COMPLETE_ABORT:
             if not commit:
-                return (NONE, *current) if is_retry else self._end_tv2_now(md, False, True)
-            return (INVALID_TXN_STATE, *fail)
+                return (ec.NONE, *current) if is_retry else self._end_tv2_now(md, False, True)
+            return (ec.INVALID_TXN_STATE, *fail)
         if state in PREPARE_STATES:
             same = (state == TxnState.PREPARE_COMMIT) == commit
-            return (CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE, *fail)
+            return (ec.CONCURRENT_TRANSACTIONS if same else ec.INVALID_TXN_STATE, *fail)
         if state == TxnState.EMPTY and not commit:
             return self._end_tv2_now(md, False, True)
-        return (INVALID_TXN_STATE, *fail)
+        return (ec.INVALID_TXN_STATE, *fail)
 
     def _end_tv2_now(self, md: TransactionMetadata, commit: bool,
                      no_partition_added: bool) -> tuple[int, int, int]:
@@ -395,8 +417,8 @@ class TransactionCoordinator:
         self._prepare_end(md, commit, bump=True, no_partition_added=no_partition_added,
                           next_producer_id=next_pid)
         if next_pid != NO_PRODUCER_ID:
-            return NONE, next_pid, 0
-        return NONE, md.producer_id, md.producer_epoch
+            return ec.NONE, next_pid, 0
+        return ec.NONE, md.producer_id, md.producer_epoch
 
     def _prepare_end(self, md: TransactionMetadata, commit: bool, bump: bool, no_partition_added: bool,
                      next_producer_id: int) -> None:
@@ -471,25 +493,25 @@ class TransactionCoordinator:
             if self._state.transaction_version >= 2 and api_version >= 5:
                 error = self.add_partitions(transactional_id, producer_id, producer_epoch, [offsets_tp],
                                             client_tv=2)
-                if error == NONE:
+                if error == ec.NONE:
                     self._txns[transactional_id].groups.setdefault(group_id, None)
             else:
                 verified = self.verify_partitions(transactional_id, producer_id, producer_epoch, [offsets_tp])
                 error = verified[offsets_tp]
             # the verification answer as the group coordinator passes it on (PRODUCER_FENCED is
             # mapped like for Produce; CONCURRENT_TRANSACTIONS goes through unchanged)
-            if error == PRODUCER_FENCED:
-                error = INVALID_PRODUCER_EPOCH
-            elif error == TRANSACTION_ABORTABLE and api_version < 4:
-                error = INVALID_TXN_STATE
-            if error != NONE:
+            if error == ec.PRODUCER_FENCED:
+                error = ec.INVALID_PRODUCER_EPOCH
+            elif error == ec.TRANSACTION_ABORTABLE and api_version < 4:
+                error = ec.INVALID_TXN_STATE
+            if error != ec.NONE:
                 return error
             error = int(self._state.groups.validate_txn_offset_commit(group_id, generation_id, member_id,
                                                                        group_instance_id))
-            if error != NONE:
+            if error != ec.NONE:
                 return error
             self._state.groups.stage_txn_offsets(group_id, producer_id, offsets)
-            return NONE
+            return ec.NONE
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         """AddOffsetsToTxn: add the group's __consumer_offsets partition to the transaction."""
@@ -497,7 +519,7 @@ class TransactionCoordinator:
             offsets_tp = (OFFSETS_TOPIC, offsets_partition_for(group_id))
             error = self.add_partitions(transactional_id, producer_id, producer_epoch, [offsets_tp],
                                         client_tv=1)
-            if error == NONE:
+            if error == ec.NONE:
                 self._txns[transactional_id].groups.setdefault(group_id, None)
             return error
 
@@ -562,7 +584,3 @@ class TransactionCoordinator:
         with self._state.lock:
             return list(self._txns)
 
-
-# The request handlers live in their own module; importing it registers them (cluster.py imports this
-# module for exactly that).
-from . import _txn_handlers  # noqa: E402, F401

@@ -1,9 +1,10 @@
 """The data model of one classic (pre-KIP-848) consumer group inside the MockCluster.
 
-Kept apart from the coordinator so the rebalance protocol (``group_coordinator.py``) reads as a
+Kept apart from the coordinator so the rebalance protocol (``group_membership.py``) reads as a
 sequence of state transitions over a small, inspectable model. The model follows the broker's
 ``ClassicGroup``: members keyed by member id, static members indexed by group instance id, the
-leader, the selected protocol and the generation. Nothing here blocks or touches the wire.
+leader, the selected protocol and the generation. Nothing here blocks or touches the wire; the one
+rule that answers with an error code (:meth:`ClassicGroup.validate_member`) uses the shared catalogue.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import enum
 from collections import Counter
 
 import attrs
+
+from txnproducer._internal.protocol import error_codes as ec
 
 
 class GroupState(enum.Enum):
@@ -184,6 +187,20 @@ class ClassicGroup:
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
+        """Is the sender a current member? UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID (a static member's old id)
+        or NONE - the check every member request and member-bound offset commit starts with."""
+        if group_instance_id is not None:
+            existing = self.static_members.get(group_instance_id)
+            if existing is None:
+                return ec.UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return ec.FENCED_INSTANCE_ID
+            return ec.NONE
+        if member_id not in self.members:
+            return ec.UNKNOWN_MEMBER_ID
+        return ec.NONE
 
     def add(self, member: Member) -> None:
         if not self.members:

@@ -22,6 +22,8 @@ import attrs
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
+from txnproducer._internal.protocol import error_codes as ec
+
 # Batch header layout (magic v2): see kafka.record.default_records.DefaultRecordBase.HEADER_STRUCT
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -35,10 +37,6 @@ _CONTROL = 0x20
 _MAX_SEQ = 2**31 - 1
 DUPLICATE_WINDOW = 5
 
-NONE = 0
-CORRUPT_MESSAGE = 2
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 
 
 @attrs.define
@@ -239,7 +237,7 @@ class PartitionLog:
         if len(batches) == 1 and batches[0].producer_id >= 0:
             dup = self._find_duplicate(batches[0])
             if dup is not None:
-                return AppendResult(NONE, dup.first_offset, dup.max_timestamp)
+                return AppendResult(ec.NONE, dup.first_offset, dup.max_timestamp)
         for batch in batches:
             err = self._check_producer(batch, strict_first_sequence)
             if err is not None:
@@ -247,7 +245,7 @@ class PartitionLog:
         first = self.high_watermark
         for batch in batches:
             self._append_one(batch)
-        return AppendResult(NONE, first, -1)
+        return AppendResult(ec.NONE, first, -1)
 
     def _find_duplicate(self, batch: ParsedBatch) -> BatchMetadata | None:
         entry = self._producers.get(batch.producer_id)
@@ -269,7 +267,7 @@ class PartitionLog:
             return None
         if batch.producer_epoch < entry.producer_epoch:
             return AppendResult(
-                INVALID_PRODUCER_EPOCH,
+                ec.INVALID_PRODUCER_EPOCH,
                 error_message=(
                     f"Epoch of producer {batch.producer_id} at offset {self.high_watermark} in "
                     f"{self.topic}-{self.partition} is {batch.producer_epoch}, which is smaller than the "
@@ -293,7 +291,7 @@ class PartitionLog:
 
     def _out_of_order(self, batch: ParsedBatch, expected: int) -> AppendResult:
         return AppendResult(
-            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            ec.OUT_OF_ORDER_SEQUENCE_NUMBER,
             error_message=(
                 f"Out of order sequence number for producer {batch.producer_id} at offset "
                 f"{self.high_watermark} in partition {self.topic}-{self.partition}: "

@@ -4,6 +4,10 @@ One ``RLock`` guards everything; every request handler runs with it held, so han
 a consistent cluster. ``cond`` (a Condition on that lock) is how a handler waits for something another
 request changes (a Fetch waiting for data, a JoinGroup waiting for members); whoever changes such state
 calls :meth:`ClusterState.notify_all`.
+
+The two coordinators hang off this state (``txn``, ``groups``, attached by ``MockCluster``) but do not
+import it: each reaches the cluster through its own narrow interface (``txn_coordinator.CoordinatorHost``,
+``group_coordinator``'s state view), so the dependency runs one way, from here to them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .log import PartitionLog
+from .partition_log import PartitionLog
 
 if TYPE_CHECKING:  # pragma: no cover
     from .group_coordinator import GroupCoordinator

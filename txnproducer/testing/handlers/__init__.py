@@ -1,0 +1,106 @@
+"""The MockCluster's request handlers: one module per Kafka API, and the one list that wires them.
+
+What the room holds: a module per handled API, named after it (``end_txn.py`` answers EndTxn), whose
+docstring opens with the key and versions ("EndTxn (key 26): v0-5 ...") followed by its behaviour,
+version notes and simplifications of the real broker, and which ends with its declaration
+(``API = Api(...)``, see ``api.py``); ``_common.py`` for the checks several of them share. This file
+lists every declaration in :data:`HANDLERS` - the only place that says which APIs a broker answers - and
+derives from it the lookup by key (:func:`lookup`, used by the server) and the ApiVersions answer
+(:func:`advertised_versions`).
+
+What it may import: the domain modules of ``txnproducer.testing`` (cluster state, coordinators, partition
+logs, ``api_messages``), kafka-python, the standard library, attrs, ``txnproducer._internal.protocol``
+and ``txnproducer._internal.log``. The domain never imports a handler; the server and the cluster
+import this list.
+"""
+
+from __future__ import annotations
+
+from .. import api_messages
+from . import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    api_versions,
+    create_topics,
+    describe_configs,
+    describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    list_transactions,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    sync_group,
+    txn_offset_commit,
+)
+from .api import Api, Handler, RequestContext
+
+__all__ = ["HANDLERS", "SUPPORTED_VERSIONS", "Api", "RequestContext", "advertised_versions", "lookup"]
+
+
+def advertised_versions(transaction_version: int, enable_2pc: bool = False) -> list[tuple[int, int, int]]:
+    """(api_key, min, max) for every API this mock answers, as ApiVersions reports them (by key)."""
+    out = []
+    for api in HANDLERS:
+        cls = api_messages.request_class(api.key)
+        if cls is None:
+            continue
+        versions = api.advertised(cls.valid_versions, transaction_version, enable_2pc)
+        if versions is not None:
+            out.append((api.key, *versions))
+    return out
+
+
+#: Every API a broker answers, by key. An API not listed here closes the connection, as Kafka does.
+HANDLERS: tuple[Api, ...] = (
+    produce.API,  # 0
+    fetch.API,  # 1
+    list_offsets.API,  # 2
+    metadata.API,  # 3
+    offset_commit.API,  # 8
+    offset_fetch.API,  # 9
+    find_coordinator.API,  # 10
+    join_group.API,  # 11
+    heartbeat.API,  # 12
+    leave_group.API,  # 13
+    sync_group.API,  # 14
+    describe_groups.API,  # 15
+    list_groups.API,  # 16
+    api_versions.declare(advertised_versions),  # 18
+    create_topics.API,  # 19
+    init_producer_id.API,  # 22
+    add_partitions_to_txn.API,  # 24
+    add_offsets_to_txn.API,  # 25
+    end_txn.API,  # 26
+    txn_offset_commit.API,  # 28
+    describe_configs.API,  # 32
+    describe_producers.API,  # 61
+    describe_transactions.API,  # 65
+    list_transactions.API,  # 66
+)
+
+_BY_KEY: dict[int, Api] = {api.key: api for api in HANDLERS}
+if len(_BY_KEY) != len(HANDLERS) or list(_BY_KEY) != sorted(_BY_KEY):
+    raise RuntimeError("HANDLERS must list each API key once, in key order")
+
+#: Each handled API's declared (Kafka 4.1.0) version range, before the schema intersection and the
+#: TV1 / 2PC caps of :func:`advertised_versions`.
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    api.key: (api.min_version, api.max_version) for api in HANDLERS
+}
+
+
+def lookup(api_key: int) -> Handler | None:
+    """The handler of ``api_key``, or None (the connection is closed, as Kafka does)."""
+    api = _BY_KEY.get(api_key)
+    return None if api is None else api.handler

@@ -1,0 +1,64 @@
+"""Checks and answer fragments that several handler modules share, written once.
+
+Coordinator placement (NOT_COORDINATOR when this broker does not coordinate the key), the KIP-588
+mapping of PRODUCER_FENCED for old request versions, the broker list of Metadata and Produce v10+, and
+the leader hint of NOT_LEADER_OR_FOLLOWER answers. Imports the domain modules only, never a handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from txnproducer._internal.protocol import error_codes as ec
+
+from .api import RequestContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cluster_state import ClusterState
+    from ..group_coordinator import GroupCoordinator
+
+
+class CoordinatorPlacement(Protocol):
+    """Who coordinates a key (``ClusterState.coordinator_for``)."""
+
+    def coordinator_for(self, key_type: int, key: str) -> int: ...
+
+
+class GroupHost(CoordinatorPlacement, Protocol):
+    """The parts of ``ClusterState`` the group handlers use (a small fake satisfies it in tests)."""
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+    @property
+    def topics(self) -> Mapping[str, Any]: ...
+
+
+def is_coordinator(state: CoordinatorPlacement, ctx: RequestContext, key_type: int, key: str) -> bool:
+    """Whether this broker coordinates ``key`` (``GROUP_KEY`` or ``TRANSACTION_KEY``)."""
+    return int(state.coordinator_for(key_type, key)) == ctx.broker_id
+
+
+def fenced_for_version(version: int, first_fenced_version: int, error: int) -> int:
+    """KIP-588: versions older than the one that introduced PRODUCER_FENCED get INVALID_PRODUCER_EPOCH."""
+    if error == ec.PRODUCER_FENCED and version < first_fenced_version:
+        return ec.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def broker_list(state: ClusterState) -> list[dict[str, Any]]:
+    """The alive brokers in node id order, as Metadata (and Produce v10+ node_endpoints) list them."""
+    return [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in sorted(state.brokers.values(), key=lambda b: b.node_id)
+        if b.alive
+    ]
+
+
+def leader_hint(state: ClusterState, topic: str, partition: int) -> dict[str, Any] | None:
+    """``current_leader`` of a NOT_LEADER_OR_FOLLOWER answer (Produce v10+, Fetch v12+)."""
+    log = state.partition_log(topic, partition)
+    if log is None:
+        return None
+    return {"leader_id": log.leader_id, "leader_epoch": log.leader_epoch}

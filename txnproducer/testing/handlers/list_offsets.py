@@ -1,0 +1,72 @@
+"""ListOffsets (key 2): v1-10.
+
+Behaviour, per partition (unknown: UNKNOWN_TOPIC_OR_PARTITION; not the leader: NOT_LEADER_OR_FOLLOWER):
+- timestamp -2 (earliest), -4 (earliest local) and -5 (earliest tiered): the log start offset;
+- -1 (latest): the high watermark, or the last stable offset for read_committed;
+- -3 (max timestamp): the largest batch max timestamp and the last offset of that batch;
+- a timestamp >= 0: the base offset of the first batch whose max timestamp is at least that, answered
+  with the requested timestamp; none: offset and timestamp -1.
+The answer carries the partition's leader epoch.
+
+Version notes: v2+ has the isolation level (read_committed only from v2); fields a version does not have
+are dropped when the response is built.
+
+Simplifications: timestamps are looked up per batch, not per record (the answer's timestamp is the
+requested one, not the found record's); one local log, so "earliest local/tiered" are the log start;
+the current leader epoch of the request is not checked (no FENCED_LEADER_EPOCH).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.consumer.offsets import ListOffsetsResponse
+
+from txnproducer._internal.protocol import error_codes as ec
+
+from .. import api_messages
+from ..cluster_state import ClusterState
+from .api import Api, RequestContext
+
+
+def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
+    v = ctx.api_version
+    read_committed = v >= 2 and request.isolation_level == 1
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            entry: dict[str, Any] = {
+                "partition_index": p.partition_index,
+                "error_code": ec.NONE,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            log = state.partition_log(t.name, p.partition_index)
+            if log is None:
+                entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
+            elif log.leader_id != ctx.broker_id:
+                entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
+            else:
+                entry["leader_epoch"] = log.leader_epoch
+                ts = p.timestamp
+                if ts == -2:  # earliest
+                    entry["offset"] = log.log_start_offset
+                elif ts == -1:  # latest
+                    entry["offset"] = log.last_stable_offset if read_committed else log.high_watermark
+                elif ts == -3:  # max timestamp
+                    max_ts, offset = log.max_timestamp_offset()
+                    entry.update(timestamp=max_ts, offset=offset)
+                elif ts < 0:  # -4 earliest local, -5 earliest tiered: a single local log
+                    entry["offset"] = log.log_start_offset
+                else:
+                    found = log.offset_for_timestamp(ts)
+                    if found is not None:
+                        entry.update(timestamp=ts, offset=found)
+            parts.append(entry)
+        topics.append({"name": t.name, "partitions": parts})
+    return api_messages.build(ListOffsetsResponse, v, {"throttle_time_ms": 0, "topics": topics})
+
+
+API = Api(2, "ListOffsets", 1, 10, handle)
