@@ -11,19 +11,7 @@ import pytest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.structs import OffsetAndMetadata
 
-from tests._support.txn_driver import (
-    TID,
-    TP0,
-    TP1,
-    add_partitions,
-    end_txn,
-    find_coordinator_ok,
-    in_transaction,
-    initialized,
-    make_tm,
-    produce_ok,
-    take,
-)
+from tests._support import txn_driver as drv
 from txnproducer import errors
 from txnproducer._internal import metrics as m
 from txnproducer._internal.txn.handler import Priority
@@ -35,16 +23,16 @@ from txnproducer._internal.txn.state import State
 
 def drive_to(state: State) -> TransactionManager:
     if state is State.UNINITIALIZED:
-        return make_tm()[0]
+        return drv.make_tm()[0]
     if state is State.INITIALIZING:
-        tm = make_tm()[0]
+        tm = drv.make_tm()[0]
         tm.initialize_transactions()
         return tm
-    tm = initialized()[0]
+    tm = drv.initialized()[0]
     if state is State.READY:
         return tm
     tm.begin_transaction()
-    tm.maybe_add_partition(TP0)
+    tm.maybe_add_partition(drv.TP0)
     if state is State.IN_TRANSACTION:
         return tm
     if state is State.COMMITTING_TRANSACTION:
@@ -62,9 +50,9 @@ def drive_to(state: State) -> TransactionManager:
 CALLS: dict[str, Callable[[TransactionManager], object]] = {
     "init_transactions": lambda tm: tm.initialize_transactions(),
     "begin_transaction": lambda tm: tm.begin_transaction(),
-    "send": lambda tm: tm.maybe_add_partition(TP1),
+    "send": lambda tm: tm.maybe_add_partition(drv.TP1),
     "send_offsets_to_transaction": lambda tm: tm.send_offsets_to_transaction(
-        {TP0: OffsetAndMetadata(1, "", -1)}, "g"
+        {drv.TP0: OffsetAndMetadata(1, "", -1)}, "g"
     ),
     "commit_transaction": lambda tm: tm.begin_commit(),
     "abort_transaction": lambda tm: tm.begin_abort(),
@@ -124,21 +112,21 @@ def test_send_before_init_says_call_init() -> None:
 
 
 def test_commit_timeout_blocks_other_calls_until_rewaited() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_commit()
     with pytest.raises(errors.TimeoutError, match="commit_transaction"):
         result.wait(0.0)
     assert tm.begin_commit() is result
     with pytest.raises(errors.IllegalStateError, match="commit_transaction"):
         tm.begin_abort()
-    take(tm).handle_response(end_txn(producer_id=7, epoch=1))
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     tm.begin_commit().wait(1.0)
     tm.begin_transaction()
 
 
 def test_close_fails_pending_results_and_later_calls() -> None:
-    tm, _, _ = make_tm()
+    tm, _, _ = drv.make_tm()
     result = tm.initialize_transactions()
     tm.close()
     with pytest.raises(errors.ClosedError):
@@ -152,25 +140,25 @@ def test_close_fails_pending_results_and_later_calls() -> None:
 
 
 def test_add_partitions_go_before_end_txn_and_find_coordinator_first() -> None:
-    tm, _, _ = initialized(tv=1)
+    tm, _, _ = drv.initialized(tv=1)
     tm.begin_transaction()
-    tm.maybe_add_partition(TP0)
+    tm.maybe_add_partition(drv.TP0)
     tm.begin_commit()
-    tm.lookup_coordinator("transaction", TID)
+    tm.lookup_coordinator("transaction", drv.TID)
     order = []
     for _ in range(2):
-        h = take(tm)
+        h = drv.take(tm)
         order.append(h.priority)
         if isinstance(h.request, FindCoordinatorRequest):
-            h.handle_response(find_coordinator_ok(TID))
+            h.handle_response(drv.find_coordinator_ok(drv.TID))
         else:
-            h.handle_response(add_partitions({TP0: 0}))
-    order.append(take(tm).priority)
+            h.handle_response(drv.add_partitions({drv.TP0: 0}))
+    order.append(drv.take(tm).priority)
     assert order == [Priority.FIND_COORDINATOR, Priority.ADD_PARTITIONS_OR_OFFSETS, Priority.END_TXN]
 
 
 def test_metrics_snapshot_has_java_names_and_counts() -> None:
-    tm, _, metrics = initialized()
+    tm, _, metrics = drv.initialized()
     tm.begin_transaction()
     metrics.record_produce_request(batch_count=2, record_count=3, size_bytes=120)
     metrics.record_retry()

@@ -8,15 +8,7 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-from tests._support.txn_driver import (
-    TID,
-    TP0,
-    end_txn,
-    find_coordinator_ok,
-    in_transaction,
-    produce_ok,
-    take,
-)
+from tests._support import txn_driver as drv
 from txnproducer import errors
 from txnproducer._internal.txn.state import State
 
@@ -35,10 +27,10 @@ from txnproducer._internal.txn.state import State
     ],
 )
 def test_end_txn_fatal_errors(code: int, exc_type: type[Exception]) -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_commit()
-    take(tm).handle_response(end_txn(code=code))
+    drv.take(tm).handle_response(drv.end_txn(code=code))
     with pytest.raises(exc_type):
         result.wait(1.0)
     assert tm.state is State.FATAL_ERROR
@@ -48,53 +40,53 @@ def test_end_txn_fatal_errors(code: int, exc_type: type[Exception]) -> None:
     ("code", "exc_type"), [(120, errors.TransactionAbortableError), (59, errors.UnknownProducerIdError)]
 )
 def test_end_txn_commit_abortable_errors_then_abort(code: int, exc_type: type[Exception]) -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_commit()
-    take(tm).handle_response(end_txn(code=code))
+    drv.take(tm).handle_response(drv.end_txn(code=code))
     with pytest.raises(exc_type):
         result.wait(1.0)
     assert tm.state is State.ABORTABLE_ERROR
     abort = tm.begin_abort()
-    handler = take(tm)
+    handler = drv.take(tm)
     assert handler.request.committed is False
-    handler.handle_response(end_txn(producer_id=7, epoch=1))
+    handler.handle_response(drv.end_txn(producer_id=7, epoch=1))
     abort.wait(1.0)
     assert tm.state is State.READY
 
 
 def test_failed_abort_can_be_called_again() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_abort()
-    take(tm).handle_response(end_txn(code=120))
+    drv.take(tm).handle_response(drv.end_txn(code=120))
     with pytest.raises(errors.TransactionAbortableError):
         result.wait(1.0)
     again = tm.begin_abort()
-    take(tm).handle_response(end_txn(producer_id=7, epoch=1))
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     again.wait(1.0)
     assert tm.state is State.READY
 
 
 def test_end_txn_concurrent_transactions_retries_after_transaction_backoff() -> None:
-    tm, clock, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, clock, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_commit()
-    take(tm).handle_response(end_txn(code=51))
+    drv.take(tm).handle_response(drv.end_txn(code=51))
     assert tm.next_request(False) is None
     clock.advance_ms(20)
-    take(tm).handle_response(end_txn(producer_id=7, epoch=1))
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     result.wait(1.0)
 
 
 def test_end_txn_not_coordinator_rediscovers() -> None:
-    tm, clock, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, clock, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     result = tm.begin_commit()
-    take(tm).handle_response(end_txn(code=16))
-    find = take(tm)
+    drv.take(tm).handle_response(drv.end_txn(code=16))
+    find = drv.take(tm)
     assert isinstance(find.request, FindCoordinatorRequest)
-    find.handle_response(find_coordinator_ok(TID, node_id=2))
+    find.handle_response(drv.find_coordinator_ok(drv.TID, node_id=2))
     clock.advance_ms(100)
-    take(tm).handle_response(end_txn(producer_id=7, epoch=1))
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     result.wait(1.0)

@@ -8,14 +8,7 @@ from __future__ import annotations
 import pytest
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata
 
-from tests._support.txn_driver import (
-    TP0,
-    TP1,
-    find_coordinator_ok,
-    in_transaction,
-    take,
-    txn_offset_commit,
-)
+from tests._support import txn_driver as drv
 from txnproducer import errors
 from txnproducer._internal.txn.state import State
 
@@ -24,41 +17,41 @@ from txnproducer._internal.txn.state import State
 
 @pytest.mark.parametrize("code", [22, 25, 82])
 def test_stale_group_metadata_is_commit_failed_and_abortable(code: int) -> None:
-    tm, _, _ = in_transaction(tv=2)
+    tm, _, _ = drv.in_transaction(tv=2)
     result = tm.send_offsets_to_transaction(
-        {TP0: OffsetAndMetadata(5, "", -1)}, ConsumerGroupMetadata("g1", 3, "m", None)
+        {drv.TP0: OffsetAndMetadata(5, "", -1)}, ConsumerGroupMetadata("g1", 3, "m", None)
     )
-    take(tm).handle_response(find_coordinator_ok("g1"))
-    take(tm).handle_response(txn_offset_commit({TP0: code}))
+    drv.take(tm).handle_response(drv.find_coordinator_ok("g1"))
+    drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP0: code}))
     with pytest.raises(errors.CommitFailedError, match="abort_transaction"):
         result.wait(1.0)
     assert tm.state is State.ABORTABLE_ERROR and isinstance(tm.last_error, errors.AbortableError)
 
 
 def test_txn_offset_commit_group_authorization_is_fatal() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    result = tm.send_offsets_to_transaction({TP0: OffsetAndMetadata(5, "", -1)}, "g1")
-    take(tm).handle_response(find_coordinator_ok("g1"))
-    take(tm).handle_response(txn_offset_commit({TP0: 30}))
+    tm, _, _ = drv.in_transaction(tv=2)
+    result = tm.send_offsets_to_transaction({drv.TP0: OffsetAndMetadata(5, "", -1)}, "g1")
+    drv.take(tm).handle_response(drv.find_coordinator_ok("g1"))
+    drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP0: 30}))
     with pytest.raises(errors.GroupAuthorizationError, match="g1"):
         result.wait(1.0)
     assert tm.state is State.FATAL_ERROR
 
 
 def test_txn_offset_commit_retries_only_failed_partitions() -> None:
-    tm, clock, _ = in_transaction(tv=2)
-    offsets = {TP0: OffsetAndMetadata(5, "", -1), TP1: OffsetAndMetadata(6, "", -1)}
+    tm, clock, _ = drv.in_transaction(tv=2)
+    offsets = {drv.TP0: OffsetAndMetadata(5, "", -1), drv.TP1: OffsetAndMetadata(6, "", -1)}
     result = tm.send_offsets_to_transaction(offsets, "g1")
-    take(tm).handle_response(find_coordinator_ok("g1", node_id=1))
-    take(tm).handle_response(txn_offset_commit({TP0: 0, TP1: 16}))  # NOT_COORDINATOR for p1
+    drv.take(tm).handle_response(drv.find_coordinator_ok("g1", node_id=1))
+    drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP0: 0, drv.TP1: 16}))  # NOT_COORDINATOR for p1
     assert tm.coordinator("group", "g1") is None
-    take(tm).handle_response(find_coordinator_ok("g1", node_id=2))
+    drv.take(tm).handle_response(drv.find_coordinator_ok("g1", node_id=2))
     clock.advance_ms(100)
-    retry = take(tm)
+    retry = drv.take(tm)
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in retry.request.topics] == [
         ("orders", [1])
     ]
-    retry.handle_response(txn_offset_commit({TP1: 3}))  # UNKNOWN_TOPIC_OR_PARTITION: retriable
+    retry.handle_response(drv.txn_offset_commit({drv.TP1: 3}))  # UNKNOWN_TOPIC_OR_PARTITION: retriable
     clock.advance_ms(100)
-    take(tm).handle_response(txn_offset_commit({TP1: 0}))
+    drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP1: 0}))
     result.wait(1.0)

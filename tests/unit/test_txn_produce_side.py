@@ -9,15 +9,7 @@ import pytest
 from kafka.structs import OffsetAndMetadata
 from structlog.testing import capture_logs
 
-from tests._support.txn_driver import (
-    TP0,
-    end_txn,
-    fail_batch,
-    in_transaction,
-    init_pid,
-    produce_ok,
-    take,
-)
+from tests._support import txn_driver as drv
 from txnproducer import errors
 from txnproducer._internal.txn.handler import Priority
 from txnproducer._internal.txn.state import State
@@ -26,113 +18,113 @@ from txnproducer._internal.txn.state import State
 
 
 def test_tv1_sequence_error_aborts_then_bumps_epoch_kip360() -> None:
-    tm, _, _ = in_transaction(tv=1)
-    produce_ok(tm, TP0, records=3)
-    fail_batch(tm, errors.OutOfOrderSequenceError("gap", error_code=45))
+    tm, _, _ = drv.in_transaction(tv=1)
+    drv.produce_ok(tm, drv.TP0, records=3)
+    drv.fail_batch(tm, errors.OutOfOrderSequenceError("gap", error_code=45))
     assert tm.state is State.ABORTABLE_ERROR
     with pytest.raises(errors.OutOfOrderSequenceError, match="abortable"):
         tm.begin_commit()
     result = tm.begin_abort()
-    end = take(tm)
+    end = drv.take(tm)
     assert (end.request.committed, end.request.producer_epoch, end.request.version) == (False, 0, 4)
-    end.handle_response(end_txn(version=4))
+    end.handle_response(drv.end_txn(version=4))
     assert tm.state is State.INITIALIZING and not result.done()
-    bump = take(tm)
+    bump = drv.take(tm)
     assert bump.priority is Priority.EPOCH_BUMP
     req = bump.request
     assert (req.API_KEY, req.producer_id, req.producer_epoch) == (22, 7, 0)
     with capture_logs() as logs:
-        bump.handle_response(init_pid(producer_id=7, epoch=1, version=req.version))
+        bump.handle_response(drv.init_pid(producer_id=7, epoch=1, version=req.version))
     result.wait(1.0)
     assert tm.state is State.READY and tm.producer_id_and_epoch.epoch == 1
-    assert tm.sequence_number(TP0) == 0
+    assert tm.sequence_number(drv.TP0) == 0
     assert any(e["event"] == "txn.epoch_bumped" and e["reason"] == "kip360_after_abort" for e in logs)
 
 
 def test_tv2_sequence_error_abort_lets_the_coordinator_bump() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    fail_batch(tm, errors.UnknownProducerIdError("lost", error_code=59))
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.fail_batch(tm, errors.UnknownProducerIdError("lost", error_code=59))
     assert tm.state is State.ABORTABLE_ERROR
     result = tm.begin_abort()
-    end = take(tm)
+    end = drv.take(tm)
     assert (end.request.version, end.request.committed) == (5, False)
-    end.handle_response(end_txn(producer_id=7, epoch=1))
+    end.handle_response(drv.end_txn(producer_id=7, epoch=1))
     result.wait(1.0)
     assert tm.state is State.READY and tm.producer_id_and_epoch.epoch == 1
     assert tm.next_request(False) is None  # no client-side InitProducerId
 
 
 def test_invalid_producer_epoch_on_produce_is_abortable_after_timeout() -> None:
-    tm, _, _ = in_transaction(tv=2)
+    tm, _, _ = drv.in_transaction(tv=2)
     # kafka-python-style or txnproducer error with code 47: abortable on the produce path (KIP-588)
-    fail_batch(tm, errors.InvalidProducerEpochError("stale epoch", error_code=47))
+    drv.fail_batch(tm, errors.InvalidProducerEpochError("stale epoch", error_code=47))
     assert tm.state is State.ABORTABLE_ERROR
     assert isinstance(tm.last_error, errors.AbortableError)
     assert "transaction_timeout_ms" in str(tm.last_error)
     result = tm.begin_abort()
-    take(tm).handle_response(end_txn(producer_id=7, epoch=1))  # coordinator: retry of its own abort
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))  # coordinator: retry of its own abort
     result.wait(1.0)
     assert tm.state is State.READY and tm.producer_id_and_epoch.epoch == 1
 
 
 def test_producer_fenced_on_produce_is_fatal_and_fails_waiters() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    offsets = tm.send_offsets_to_transaction({TP0: OffsetAndMetadata(1, "", -1)}, "g1")
-    fail_batch(tm, errors.ProducerFencedError("fenced", error_code=90))
+    tm, _, _ = drv.in_transaction(tv=2)
+    offsets = tm.send_offsets_to_transaction({drv.TP0: OffsetAndMetadata(1, "", -1)}, "g1")
+    drv.fail_batch(tm, errors.ProducerFencedError("fenced", error_code=90))
     assert tm.state is State.FATAL_ERROR
     with pytest.raises(errors.ProducerFencedError):
         offsets.wait(1.0)
-    assert not tm.is_send_to_partition_allowed(TP0)
+    assert not tm.is_send_to_partition_allowed(drv.TP0)
     with pytest.raises(errors.ProducerFencedError):
         tm.begin_abort()
 
 
 def test_failed_batch_during_abort_does_not_change_state() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0)
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
     tm.begin_abort()
-    fail_batch(tm, errors.TransactionAbortedError("aborted"))
+    drv.fail_batch(tm, errors.TransactionAbortedError("aborted"))
     assert tm.state is State.ABORTING_TRANSACTION
 
 
 def test_unknown_producer_id_failure_resets_partition_sequence() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    produce_ok(tm, TP0, records=4)
-    fail_batch(tm, errors.UnknownProducerIdError("lost", error_code=59))
-    assert tm.sequence_number(TP0) == 0
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0, records=4)
+    drv.fail_batch(tm, errors.UnknownProducerIdError("lost", error_code=59))
+    assert tm.sequence_number(drv.TP0) == 0
 
 
 # --- sequences -----------------------------------------------------------------------------------
 
 
 def test_sequence_numbers_wrap_at_int_max() -> None:
-    tm, _, _ = in_transaction(tv=2)
-    tm.increment_sequence(TP0, 2**31 - 3)
-    assert tm.sequence_number(TP0) == 2**31 - 3
-    tm.increment_sequence(TP0, 5)
-    assert tm.sequence_number(TP0) == 2
+    tm, _, _ = drv.in_transaction(tv=2)
+    tm.increment_sequence(drv.TP0, 2**31 - 3)
+    assert tm.sequence_number(drv.TP0) == 2**31 - 3
+    tm.increment_sequence(drv.TP0, 5)
+    assert tm.sequence_number(drv.TP0) == 2
 
 
 def test_failed_batch_with_adjust_pulls_later_sequences_back() -> None:
-    tm, _, _ = in_transaction(tv=2)
+    tm, _, _ = drv.in_transaction(tv=2)
     epoch = tm.producer_id_and_epoch.epoch
-    tm.increment_sequence(TP0, 3)  # batch A: 0..2
-    tm.increment_sequence(TP0, 2)  # batch B: 3..4
-    tm.handle_failed_batch(TP0, 0, 3, epoch, errors.RecordTooLargeError("too big"), True)
-    assert tm.sequence_number(TP0) == 2
-    tm2, _, _ = in_transaction(tv=2)
-    tm2.increment_sequence(TP0, 3)
-    tm2.handle_failed_batch(TP0, 0, 3, epoch, errors.DeliveryTimeoutError("expired"), False)
-    assert tm2.sequence_number(TP0) == 3  # retries exhausted: the broker may have it
+    tm.increment_sequence(drv.TP0, 3)  # batch A: 0..2
+    tm.increment_sequence(drv.TP0, 2)  # batch B: 3..4
+    tm.handle_failed_batch(drv.TP0, 0, 3, epoch, errors.RecordTooLargeError("too big"), True)
+    assert tm.sequence_number(drv.TP0) == 2
+    tm2, _, _ = drv.in_transaction(tv=2)
+    tm2.increment_sequence(drv.TP0, 3)
+    tm2.handle_failed_batch(drv.TP0, 0, 3, epoch, errors.DeliveryTimeoutError("expired"), False)
+    assert tm2.sequence_number(drv.TP0) == 3  # retries exhausted: the broker may have it
 
 
 def test_can_retry_rules() -> None:
-    tm, _, _ = in_transaction(tv=2)
+    tm, _, _ = drv.in_transaction(tv=2)
     epoch = tm.producer_id_and_epoch.epoch
-    produce_ok(tm, TP0, records=3)  # acked 0..2
-    assert tm.can_retry(TP0, 45, epoch, 6)  # collateral: an earlier batch (3..5) failed first
-    assert not tm.can_retry(TP0, 45, epoch, 3)  # the next expected batch itself: a real gap
-    assert tm.can_retry(TP0, 59, epoch, 3, log_start_offset=-1)
-    assert not tm.can_retry(TP0, 59, epoch, 3, log_start_offset=10)
-    assert tm.can_retry(TP0, 6, epoch, 3)  # NOT_LEADER_OR_FOLLOWER
-    assert not tm.can_retry(TP0, 10, epoch, 3)  # MESSAGE_TOO_LARGE
+    drv.produce_ok(tm, drv.TP0, records=3)  # acked 0..2
+    assert tm.can_retry(drv.TP0, 45, epoch, 6)  # collateral: an earlier batch (3..5) failed first
+    assert not tm.can_retry(drv.TP0, 45, epoch, 3)  # the next expected batch itself: a real gap
+    assert tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=-1)
+    assert not tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=10)
+    assert tm.can_retry(drv.TP0, 6, epoch, 3)  # NOT_LEADER_OR_FOLLOWER
+    assert not tm.can_retry(drv.TP0, 10, epoch, 3)  # MESSAGE_TOO_LARGE

@@ -20,11 +20,7 @@ from kafka.protocol.producer.transaction import (
 )
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from tests._support.txn_driver import (
-    CONFORMANCE,
-    FakeClock,
-    take,
-)
+from tests._support import txn_driver as drv
 from txnproducer._internal.txn.manager import TransactionManager
 
 # --- the recorded Kafka 4.1 exchanges ------------------------------------------------------------
@@ -68,7 +64,7 @@ def _build(container_cls: Any, data: dict[str, Any], version: int | None = None)
 def _replay(
     name: str, tm: TransactionManager, actions: dict[int, Callable[[TransactionManager, dict[int, Any]], Any]]
 ) -> None:
-    doc = _normalize(json.loads((CONFORMANCE / name).read_text()))
+    doc = _normalize(json.loads((drv.CONFORMANCE / name).read_text()))
     steps = {s["step"]: s for s in doc["steps"] if "step" in s}
     results: list[Any] = []
     for number, step in steps.items():
@@ -93,7 +89,7 @@ def _replay(
                             tp, batch["base_sequence"], batch["record_count"], pid.epoch, 0
                         )
         elif api in RESPONSES:
-            handler = take(tm)
+            handler = drv.take(tm)
             request = handler.request
             assert (request.API_KEY, request.version) == (step["api_key"], step["version"]), number
             assert request.to_dict() == step["request"], number
@@ -133,10 +129,10 @@ def _send_offsets(commit_step: int) -> Callable[[TransactionManager, dict[int, A
     return act
 
 
-@pytest.mark.skipif(not CONFORMANCE.exists(), reason="conformance recordings not available")
+@pytest.mark.skipif(not drv.CONFORMANCE.exists(), reason="conformance recordings not available")
 def test_replays_recorded_tv2_commit_flow() -> None:
-    doc_names = _normalize(json.loads((CONFORMANCE / "tv2_commit_flow.json").read_text()))["names"]
-    tm = TransactionManager(doc_names["transactional_id"], 60000, 100, 20, None, None, clock=FakeClock())
+    doc_names = _normalize(json.loads((drv.CONFORMANCE / "tv2_commit_flow.json").read_text()))["names"]
+    tm = TransactionManager(doc_names["transactional_id"], 60000, 100, 20, None, None, clock=drv.FakeClock())
     tm.set_transaction_version(2)
     _replay(
         "tv2_commit_flow.json",
@@ -153,12 +149,13 @@ def test_replays_recorded_tv2_commit_flow() -> None:
     assert (tm.producer_id_and_epoch.producer_id, tm.producer_id_and_epoch.epoch) == (1001, 2)
 
 
-@pytest.mark.skipif(not CONFORMANCE.exists(), reason="conformance recordings not available")
+@pytest.mark.skipif(not drv.CONFORMANCE.exists(), reason="conformance recordings not available")
 def test_replays_recorded_tv1_commit_flow() -> None:
-    doc_names = _normalize(json.loads((CONFORMANCE / "tv1_commit_flow.json").read_text()))["names"]
+    doc_names = _normalize(json.loads((drv.CONFORMANCE / "tv1_commit_flow.json").read_text()))["names"]
     caps = {FindCoordinatorRequest.API_KEY: 3}  # the recording used the single-key form
     tm = TransactionManager(
-        doc_names["transactional_id"], 60000, 100, 20, None, None, max_versions=caps.get, clock=FakeClock()
+        doc_names["transactional_id"], 60000, 100, 20, None, None, max_versions=caps.get,
+        clock=drv.FakeClock(),
     )
     tm.set_transaction_version(1)
     _replay(

@@ -1,0 +1,201 @@
+"""The folder tree is the architecture: rooms import only what their package docstring allows.
+
+Why a test: the layout (README "Architecture") is only worth having while it stays true. These
+checks read every module of ``txnproducer`` with ``ast`` - imports inside functions and under
+``if TYPE_CHECKING:`` count too, because a cycle hidden there is still a cycle a reader has to
+untangle - and fail with the offending modules named:
+
+* no import circle among library modules;
+* each room imports only the rooms its package docstring says it may (``ALLOWED`` mirrors them);
+* no module over 600 lines unless its docstring says why it must be one piece;
+* every package's ``__init__`` says what the room holds and what it may import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "txnproducer"
+MAX_LINES = 600
+
+# room (module prefix) -> the txnproducer modules it may import, besides its own room. The first
+# matching prefix wins, so the more specific rooms come first.
+ALLOWED: list[tuple[str, tuple[str, ...]]] = [
+    ("txnproducer._internal.protocol", ()),
+    ("txnproducer._internal.log", ()),
+    ("txnproducer._internal.metrics", ()),
+    ("txnproducer.errors", ("txnproducer._internal.protocol",)),
+    ("txnproducer.prepared", ("txnproducer.errors",)),
+    ("txnproducer._internal.config_checks", ("txnproducer.errors",)),
+    ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks")),
+    ("txnproducer._internal.network", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+        "txnproducer._internal.log",
+    )),
+    ("txnproducer._internal.batching", (
+        "txnproducer.errors", "txnproducer._internal.protocol", "txnproducer._internal.log",
+    )),
+    ("txnproducer._internal.txn", (
+        "txnproducer.errors", "txnproducer.prepared", "txnproducer._internal.protocol",
+        "txnproducer._internal.metrics", "txnproducer._internal.log",
+    )),
+    ("txnproducer._internal.sender", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+        "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
+        "txnproducer._internal.log", "txnproducer._internal.metrics",
+    )),
+    ("txnproducer.producer", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal",
+    )),
+    ("txnproducer.eos", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+    )),
+    ("txnproducer.spark", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
+        "txnproducer._internal.log",
+    )),
+    ("txnproducer.testing", ("txnproducer._internal.protocol", "txnproducer._internal.log")),
+    # the public entry points and tools may use any room
+    ("txnproducer", ("txnproducer",)),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _resolve(current: str, is_package: bool, level: int, module: str | None) -> str:
+    if level == 0:
+        return module or ""
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """Every txnproducer module ``name`` imports, wherever the import statement stands."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(name, is_package, node.level, node.module)
+            # ``from pkg import sub`` imports the module pkg.sub when there is one
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:  # ``import a.b.c`` of a package path
+                target = target.rpartition(".")[0]
+            if target.startswith("txnproducer") and target != name:
+                yield target
+
+
+GRAPH = {name: sorted(set(_imports(name, path))) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _room(name: str) -> tuple[str, tuple[str, ...]]:
+    for prefix, allowed in ALLOWED:
+        if name == prefix or name.startswith(prefix + "."):
+            return prefix, allowed
+    raise AssertionError(f"{name} belongs to no room of ALLOWED: add it")
+
+
+def _within(target: str, prefixes: tuple[str, ...]) -> bool:
+    return any(target == p or target.startswith(p + ".") for p in prefixes)
+
+
+def test_the_checker_sees_the_library() -> None:
+    # a checker that found no modules or no imports would pass every test below
+    assert "txnproducer._internal.txn.manager" in GRAPH
+    assert "txnproducer._internal.txn.handler" in GRAPH["txnproducer._internal.txn.end_txn"]
+
+
+def test_the_checker_finds_a_circle() -> None:
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    assert _cycles({"a": ["b"], "b": []}) == []
+
+
+def test_no_import_circle_among_library_modules() -> None:
+    assert _cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH))
+def test_each_room_imports_only_what_it_may(name: str) -> None:
+    room, allowed = _room(name)
+    wrong = [t for t in GRAPH[name] if not _within(t, (room, *allowed))]
+    assert not wrong, f"{name} (room {room}) imports {wrong}; its room may import {list(allowed)}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_over_600_lines_without_a_reason(name: str) -> None:
+    path = MODULES[name]
+    lines = len(path.read_text().splitlines())
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    assert lines <= MAX_LINES or "Why one piece" in doc, (
+        f"{path.relative_to(ROOT)} has {lines} lines: split it, or say in its docstring why it must"
+        " be one piece"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in MODULES.items() if p.name == "__init__.py"))
+def test_every_package_says_what_it_holds_and_may_import(name: str) -> None:
+    doc = ast.get_docstring(ast.parse(MODULES[name].read_text())) or ""
+    assert doc, f"{name} has no docstring"
+    if name != "txnproducer":
+        assert "may import" in doc, f"{name}'s docstring does not say what the room may import"
