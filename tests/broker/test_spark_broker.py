@@ -11,13 +11,9 @@ ListOffsets under read_uncommitted (the high watermark). The transaction version
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,14 +25,12 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed (PySpark's data sou
 if shutil.which("java") is None:
     pytest.skip("no java on PATH (PySpark needs a JVM)", allow_module_level=True)
 
-from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
-from kafka.structs import TopicPartition
 
+from tests._support import readers
+from tests._support.spark_runner import run_spark_app
 from txnproducer.spark import CommitLog
-from txnproducer.spark._faults import _session_members
-from txnproducer.testing.wire_client import WireClient
 
 pytestmark = [pytest.mark.slow]
 
@@ -63,79 +57,27 @@ def make_topic(kafka_bootstrap: str) -> Iterator[Callable[[str], str]]:
 
 def run_app(bootstrap: str, *args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the Spark application as a session leader; with ``crash_at`` expect it to be killed."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("TXNKAFKA_SPARK_CRASH_AT", None)
-    if crash_at:
-        env["TXNKAFKA_SPARK_CRASH_AT"] = crash_at
-    proc = subprocess.Popen([sys.executable, str(APP), "--bootstrap", bootstrap, *args],
-                            env=env, cwd=str(ROOT), start_new_session=True, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=300)
-    finally:
-        for pid in _session_members(proc.pid):  # whatever of that application is left
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    expected = -signal.SIGKILL if crash_at else 0
-    assert result.returncode == expected, f"rc {result.returncode}, wanted {expected}:\n{err[-4000:]}"
-    return result
-
-
-def end_offsets(bootstrap: str, topic: str, isolation_level: str) -> dict[int, int]:
-    """ListOffsets latest: the last stable offset (read_committed) or high watermark."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level,
-                             enable_auto_commit=False)
-    try:
-        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
-    finally:
-        consumer.close()
+    return run_spark_app(APP, bootstrap, *args, crash_at=crash_at)
 
 
 def committed_values(bootstrap: str, topic: str) -> list[bytes]:
     """Every value a read_committed consumer sees in ``topic`` (up to the last stable offset)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                             enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=50)
-    try:
-        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
-        values: list[bytes] = []
-        deadline = time.monotonic() + READ_WAIT_S
-        while any(consumer.position(tp) < ends[tp] for tp in tps):
-            assert time.monotonic() < deadline, f"{topic} not fully read within {READ_WAIT_S}s: {ends}"
-            for records in consumer.poll(timeout_ms=200).values():
-                values.extend(r.value for r in records)
-        return values
-    finally:
-        consumer.close()
+    return readers.read_values(bootstrap, topic, PARTITIONS, READ_WAIT_S)
 
 
 def assert_no_open_transaction(bootstrap: str, topic: str) -> None:
-    lso = end_offsets(bootstrap, topic, "read_committed")
-    hw = end_offsets(bootstrap, topic, "read_uncommitted")
-    assert lso == hw, f"{topic}: a transaction is open (LSO {lso}, HW {hw})"
+    readers.assert_no_open_transaction(bootstrap, topic, PARTITIONS)
 
-
-def _wire(bootstrap: str) -> WireClient:
-    host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    return WireClient(host, int(port), timeout=10)  # one node: it is every coordinator
 
 
 def transaction_states(bootstrap: str, txn_ids: list[str]) -> list[str]:
-    with _wire(bootstrap) as wire:
+    with readers.wire_to(bootstrap) as wire:
         response = wire.send(DescribeTransactionsRequest[0](transactional_ids=txn_ids))
     return [str(s.transaction_state) for s in response.transaction_states]
 
 
 def transactional_ids(bootstrap: str) -> set[str]:
-    with _wire(bootstrap) as wire:
+    with readers.wire_to(bootstrap) as wire:
         response = wire.send(ListTransactionsRequest[0](state_filters=[], producer_id_filters=[]))
     return {str(s.transactional_id) for s in response.transaction_states}
 
@@ -215,8 +157,8 @@ def test_driver_killed_before_commit_log_entry_then_restart_is_exactly_once(
     orphans = [p.transactional_id for p in CommitLog(str(tmp_path / "txnlog")).pending()]
     assert orphans
     assert "Ongoing" in transaction_states(kafka_bootstrap, orphans)
-    lso = end_offsets(kafka_bootstrap, topic, "read_committed")
-    hw = end_offsets(kafka_bootstrap, topic, "read_uncommitted")
+    lso = readers.end_offsets(kafka_bootstrap, topic, PARTITIONS, "read_committed")
+    hw = readers.end_offsets(kafka_bootstrap, topic, PARTITIONS, "read_uncommitted")
     assert any(lso[p] < hw[p] for p in range(PARTITIONS)), (lso, hw)
 
     run_app(kafka_bootstrap, *args)

@@ -9,8 +9,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import EndTxnRequest, InitProducerIdRequest, ProduceRequest
-from producer_helpers import read_committed_via_kafka_python
 
+from tests._support.producers import read_committed_via_kafka_python
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient, build_batch
 

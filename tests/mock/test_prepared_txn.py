@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from producer_helpers import ProducerFactory
 
+from tests._support.producers import ProducerFactory
 from txnproducer import errors
 from txnproducer._internal.txn.state import State
 from txnproducer.prepared import PreparedTxnState

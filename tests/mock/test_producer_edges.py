@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from kafka.structs import TopicPartition
-from producer_helpers import ProducerFactory, read_committed_via_kafka_python
 
+from tests._support.producers import ProducerFactory, read_committed_via_kafka_python
 from txnproducer import errors
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from producer_helpers import ProducerFactory, committed_values
 
+from tests._support.producers import ProducerFactory, committed_values
 from txnproducer import errors
 from txnproducer.testing import MockCluster
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
-from producer_helpers import ProducerFactory, committed_values
 
+from tests._support.producers import ProducerFactory, committed_values
 from txnproducer import errors
 from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.producer import TransactionalProducer

@@ -11,12 +11,9 @@ is visible exactly once, and no transaction is left open (last stable offset = h
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +24,8 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed (PySpark's data sou
 if shutil.which("java") is None:
     pytest.skip("no java on PATH (PySpark needs a JVM)", allow_module_level=True)
 
+from tests._support.spark_runner import run_spark_app
 from txnproducer.spark import CommitLog
-from txnproducer.spark._faults import _session_members
 from txnproducer.testing import MockCluster
 
 pytestmark = [pytest.mark.slow]
@@ -54,27 +51,7 @@ def cluster_tv1() -> Iterator[MockCluster]:
 def run_app(cluster: MockCluster, *args: str,
             crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the Spark application as a session leader; with ``crash_at`` expect it to be killed."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("TXNKAFKA_SPARK_CRASH_AT", None)
-    if crash_at:
-        env["TXNKAFKA_SPARK_CRASH_AT"] = crash_at
-    proc = subprocess.Popen([sys.executable, str(APP), "--bootstrap", cluster.bootstrap_servers, *args],
-                            env=env, cwd=str(ROOT), start_new_session=True, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=300)
-    finally:
-        for pid in _session_members(proc.pid):  # whatever of that application is left
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    expected = -signal.SIGKILL if crash_at else 0
-    assert result.returncode == expected, f"rc {result.returncode}, wanted {expected}:\n{err[-4000:]}"
-    return result
+    return run_spark_app(APP, cluster.bootstrap_servers, *args, crash_at=crash_at)
 
 
 def committed_values(cluster: MockCluster, topic: str) -> list[bytes]:

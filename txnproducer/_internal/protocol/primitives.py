@@ -16,23 +16,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-__all__ = [
-    "I16",
-    "I32",
-    "UVARINT_1",
-    "cached_compact_string",
-    "cached_string16",
-    "check_count",
-    "compact_count",
-    "compact_string",
-    "compact_string_at",
-    "read_uvarint",
-    "skip_tagged_fields",
-    "string16",
-    "string_at",
-    "uvarint",
-]
-
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 

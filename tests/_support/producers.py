@@ -1,5 +1,5 @@
-"""Shared by the TransactionalProducer-on-MockCluster tests: a producer factory that closes what it
-made, and what a read_committed reader sees. (Imported as a plain module: tests/mock is on sys.path.)"""
+"""Producers for tests: a factory that closes what it made, with short bounds so that a failing test
+fails in seconds; and what a read_committed reader of a MockCluster sees."""
 
 from __future__ import annotations
 
