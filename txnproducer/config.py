@@ -293,7 +293,9 @@ class ProducerConfig:
         validator=optional_callable,
         metadata=doc(
             "(topic, key bytes, all partitions, available partitions) -> partition; "
-            "None: murmur2 of the key as Java does, sticky partitioning for null keys.",
+            "None: murmur2 of the key as Java does; null keys stick to one partition until "
+            "batch_size bytes went to it and its last batch is full (at most twice batch_size), "
+            "then move to a random partition with a leader (the built-in partitioner of KIP-794).",
             java="partitioner.class",
         ),
     )

@@ -18,13 +18,11 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from kafka.partitioner.default import murmur2
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
 
@@ -34,6 +32,12 @@ from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.partitioner import (
+    StickyPartition,
+    StickyPartitioner,
+    key_partition,
+    known_partition,
+)
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 from txnproducer._internal.txn.state import State
@@ -48,6 +52,9 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records h
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
+# what a record adds to a batch besides its key, value and headers (length varints, deltas,
+# attributes): an estimate for the sticky partitioner's byte count, as Java's appendedBytes
+_RECORD_OVERHEAD = 10
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -56,13 +63,6 @@ def _default_serialize(data: Any) -> bytes | None:
     if isinstance(data, str):
         return data.encode("utf-8")
     raise TypeError(f"got {type(data).__name__}; pass bytes or str, or configure a serializer")
-
-
-def _known_partition(parts: list[int], partition: int) -> bool:
-    """Whether ``partition`` is one of ``parts`` (sorted ids). Kafka numbers partitions 0..n-1,
-    so the index check answers in O(1); ``in`` on the list cost ~5 us per record on a
-    1,000-partition topic."""
-    return (0 <= partition < len(parts) and parts[partition] == partition) or partition in parts
 
 
 class TransactionalProducer:
@@ -119,11 +119,11 @@ class TransactionalProducer:
         self._plain_keys = config.key_serializer is None
         self._plain_values = config.value_serializer is None
         self._partitioner = config.partitioner
-        # topic -> (the partition list it was chosen from, its TopicPartition): keyless records
-        # stick to one partition until its batch is full (KIP-480)
-        self._sticky: dict[str, tuple[list[int], TopicPartition]] = {}
         # one TopicPartition per (topic, partition), reused by every send() (saves an allocation)
         self._tps: dict[str, dict[int, TopicPartition]] = {}
+        # keyless records: the Java client's built-in sticky partitioner (KIP-794)
+        self._sticky = StickyPartitioner(config.batch_size, self._net.available_partitions_for,
+                                         self._topic_partition)
         # partitions already handed to the TM in this transaction (saves a TM lock per record)
         self._added: set[TopicPartition] = set()
         self._lock = threading.Lock()
@@ -235,8 +235,11 @@ class TransactionalProducer:
         Raises IllegalStateError when not READY, FatalError after a fatal error, ClosedError.
         """
         self._check_open("begin_transaction")
+        # Replaced before the state changes: a send() that sees the new IN_TRANSACTION then finds
+        # this empty set and registers its partition (replaced, not cleared: a send() of the
+        # previous transaction keeps a consistent view).
+        self._added = set()
         self._tm.begin_transaction()
-        self._added = set()  # replaced, not cleared: a concurrent send() keeps a consistent view
         with self._lock:
             self._pending.pop("commit", None)
             self._pending.pop("abort", None)
@@ -392,35 +395,29 @@ class TransactionalProducer:
             max_block_s = max(0.0, deadline - time.monotonic())
         else:
             max_block_s = self._max_block_s
-        # Keyless records stick to one partition until its batch is full, then the batch that
-        # would start there starts on another partition (KIP-480): records spread over the topic
-        # in whole batches, and a request can carry one full batch per partition.
-        sticky = partition is None and key_bytes is None and self._partitioner is None
-        if sticky:
-            # the partition of the topic's last keyless record, while the topic's metadata
-            # (``parts``, replaced on every update) is the one it was chosen from
-            current = self._sticky.get(topic)
-            tp = current[1] if current is not None and current[0] is parts \
-                else self._sticky_partition(topic, parts)
+        sticky: StickyPartition | None = None
+        if partition is None and key_bytes is None and self._partitioner is None:
+            sticky = self._sticky.current(topic, parts)  # keyless: the built-in partitioner
+            tp = sticky.tp
         else:
             tp = self._topic_partition(topic, self._partition(topic, parts, partition, key_bytes))
-        if tp not in self._added or self._tm.state is not _IN_TRANSACTION:
-            # tp's first record in this transaction (rare: once per partition)
-            if sticky and not self._acc.has_open_batch(tp):
-                # the record would start a batch here: start it on the next sticky partition
-                # now, so this one is not added to the transaction (TV1: AddPartitionsToTxn
-                # and a marker) for nothing
-                tp = self._next_sticky(topic, parts, tp.partition)
-                sticky = False
-            self._add_to_transaction(tp)
-        future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
-                                        max_block_s, sticky)
-        if future is None:  # the sticky partition's batch is full: move on (see above)
-            tp = self._next_sticky(topic, parts, tp.partition)
-            self._add_to_transaction(tp)
-            future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list,
-                                            max_block_s)
-            assert future is not None  # without abort_on_new_batch append always queues
+        future, wake = self._acc.append(tp, timestamp_ms, key_bytes, value_bytes, header_list, max_block_s)
+        # Only now, with the record queued, is tp part of the transaction (the Java client's
+        # order): a send() that raised above must not start a transaction the coordinator would
+        # then be asked to end. ``_added`` spares later records of tp the TM's lock; it is read
+        # after the state (see begin_transaction()).
+        if self._tm.state is not _IN_TRANSACTION or tp not in self._added:
+            self._tm.add_partition(tp)
+            self._added.add(tp)
+        if sticky is not None:
+            size = _RECORD_OVERHEAD
+            if key_bytes is not None:
+                size += len(key_bytes)
+            if value_bytes is not None:
+                size += len(value_bytes)
+            if header_list:
+                size += sum(len(k) + len(v or b"") for k, v in header_list)
+            self._sticky.appended(topic, sticky, size, lambda: self._acc.is_last_batch_full(tp))
         if wake:
             self._net.wakeup()
         return future
@@ -434,11 +431,6 @@ class TransactionalProducer:
         if tp is None:
             tp = tps[partition] = TopicPartition(topic, partition)
         return tp
-
-    def _add_to_transaction(self, tp: TopicPartition) -> None:
-        """Hand ``tp`` to the TM (idempotent); ``_added`` spares later records the TM's lock."""
-        self._tm.maybe_add_partition(tp)
-        self._added.add(tp)
 
     def _serialize(self, serializer: Callable[[Any], Any], data: Any, what: str, topic: str) -> Any:
         if data is None:
@@ -484,7 +476,7 @@ class TransactionalProducer:
     def _partition(self, topic: str, parts: list[int], partition: int | None, key: Any) -> int:
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int) \
-                    or not _known_partition(parts, partition):
+                    or not known_partition(parts, partition):
                 raise errors.InvalidRecordError(
                     f"partition {partition!r} does not exist in topic {topic!r} "
                     f"(partitions 0..{len(parts) - 1})")
@@ -496,28 +488,8 @@ class TransactionalProducer:
                 raise errors.InvalidRecordError(
                     f"partitioner returned {chosen!r}, not a partition of {topic!r}")
             return int(chosen)
-        if key is not None:
-            # the Java client's default: murmur2 of the key bytes, made positive, modulo count
-            return int(murmur2(bytes(key)) & 0x7FFFFFFF) % len(parts)
-        return int(self._sticky_partition(topic, parts).partition)
-
-    def _sticky_partition(self, topic: str, parts: list[int]) -> TopicPartition:
-        """The topic's sticky partition for keyless records, checked against ``parts``."""
-        current = self._sticky.get(topic)
-        if current is not None and _known_partition(parts, current[1].partition):
-            self._sticky[topic] = (parts, current[1])
-            return current[1]
-        return self._next_sticky(topic, parts, None)
-
-    def _next_sticky(self, topic: str, parts: list[int], current: int | None) -> TopicPartition:
-        """A new sticky partition for keyless records: random among the partitions with a
-        leader, other than ``current`` when there is a choice (as the Java client)."""
-        available = self._net.available_partitions_for(topic) or parts
-        if current is not None and len(available) > 1:
-            available = [p for p in available if p != current]
-        tp = self._topic_partition(topic, int(random.choice(available)))
-        self._sticky[topic] = (parts, tp)
-        return tp
+        # keyed records (keyless ones never get here: the sticky partitioner placed them)
+        return key_partition(key, len(parts))
 
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.
@@ -526,10 +498,10 @@ class TransactionalProducer:
         ``delivery_timeout_ms``). Raises TimeoutError, ClosedError.
         """
         self._check_open("flush")
+        if timeout is not None and timeout < 0:  # before the flush starts: nothing to undo
+            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
         self._acc.begin_flush()
         self._net.wakeup()
-        if timeout is not None and timeout < 0:
-            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
         self._acc.await_flush_completion(timeout)
 
     def partitions_for(self, topic: str) -> list[int]:

@@ -98,10 +98,13 @@ def test_commit_is_visible_once_in_order_and_abort_never(
     assert read_committed(kafka_bootstrap, topic) == expected
 
 
-def test_keyless_records_fill_a_batch_per_partition_then_move_on(
+def test_keyless_records_stick_to_a_partition_for_a_batch_size_of_bytes(
         kafka_bootstrap: str, topic: str, make_producer: Any) -> None:
-    """The sticky partitioner (KIP-480) on a real broker: keyless records go to one partition
-    until its batch is full, then on to another; every record is committed once, in order."""
+    """The built-in sticky partitioner (KIP-794) on a real broker: keyless records go to one
+    partition until batch_size bytes went there and its last batch is full (at most twice
+    batch_size), then on to another; every record is committed once, in order. The runs depend
+    on bytes, not on how fast the broker answers (the KIP-480 rule this replaced made a loaded
+    machine's runs as short as one record)."""
     producer = make_producer(_fresh("tx-sticky"), batch_size=4096, linger_ms=10_000)
     producer.init_transactions()
     values = [b"%04d" % i + b"v" * 96 for i in range(400)]
@@ -114,9 +117,10 @@ def test_keyless_records_fill_a_batch_per_partition_then_move_on(
             runs[-1].append(m)
         else:
             runs.append([m])
-    # ~110 encoded bytes per record: a 4096-byte batch holds about 36
-    assert len(runs) >= 10 and {len(run) for run in runs[:-1]} <= set(range(30, 38))
-    for run in runs:  # a run is one batch: the broker gave it consecutive offsets
+    # about 110 bytes per record: 38 to 75 records per partition before a switch (the next
+    # partition may be the same one, which merges runs)
+    assert len(runs) >= 3 and all(len(run) >= 38 for run in runs[:-1]), [len(r) for r in runs]
+    for run in runs:  # one producer, one transaction: the broker gave a run consecutive offsets
         assert [m.offset for m in run] == list(range(run[0].offset, run[0].offset + len(run)))
     expected: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
     for value, m in zip(values, metadata, strict=True):

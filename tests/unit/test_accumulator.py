@@ -86,29 +86,21 @@ def test_records_share_a_batch_until_batch_size() -> None:
     assert batch.size <= 300
 
 
-def sticky_append(acc: RecordAccumulator, value: bytes, tp: TopicPartition = TP0) -> Any:
-    return acc.append(tp, 1_700_000_000_000, None, value, [], 1.0, abort_on_new_batch=True)
-
-
-def test_sticky_append_never_starts_a_batch_and_closes_the_full_one() -> None:
-    """KIP-480: the sticky partitioner's record goes elsewhere rather than into a new batch."""
-    acc, _, clock = make(batch_size=300, linger_ms=10)
-    assert sticky_append(acc, b"x" * 50) == (None, True)  # no open batch: nothing queued
-    assert acc.queued_batches == 0 and acc.used_memory == 0
-    first, _ = append(acc, value=b"x" * 50)  # a plain append starts the batch
-    assert first is not None
-    taken = [sticky_append(acc, b"x" * 50)[0] for _ in range(10)]
-    assert taken[0] is not None  # room left: appended like a plain append
-    refused = taken.index(None)
-    assert 1 <= refused < 10
-    used = acc.used_memory
-    assert sticky_append(acc, b"x" * 50) == (None, True)
-    assert acc.used_memory == used and acc.queued_batches == 1
-    # the refused record closed the batch: sendable now, not after linger_ms
-    assert acc.ready(leader, clock.now) == ({1}, None, False)
-    batch = acc.drain(leader, {1})[1][0]
-    assert batch.record_count == 1 + refused
-    assert batch.size <= 300
+def test_last_batch_full_tells_the_sticky_partitioner_when_it_may_move_on() -> None:
+    """KIP-794: the partitioner switches only once the partition's last batch takes no more
+    records: there is none, or it refused a record, or it left for the broker."""
+    acc, _, _ = make(batch_size=300, linger_ms=10_000)
+    assert acc.is_last_batch_full(TP0)  # no batch
+    append(acc, value=b"x" * 50)
+    assert not acc.is_last_batch_full(TP0)  # room left
+    while acc.queued_batches == 1:
+        append(acc, value=b"x" * 50)
+    assert not acc.is_last_batch_full(TP0)  # the record that did not fit started a second batch
+    acc.begin_flush()  # every batch is ready now
+    first = acc.drain(leader, {1})[1]
+    assert len(first) == 1 and not acc.is_last_batch_full(TP0)  # the open one is still last
+    second = acc.drain(leader, {1})[1]
+    assert len(second) == 1 and acc.is_last_batch_full(TP0)  # both left
 
 
 def test_linger_delays_readiness_and_reports_remaining_time() -> None:

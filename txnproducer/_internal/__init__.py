@@ -8,6 +8,7 @@ What the room holds, by concern (each a package whose docstring says more):
 * ``batching/`` - the record accumulator and producer batches.
 * ``txn/`` - the transaction manager and one handler per coordinator request.
 * ``sender.py`` - the Sender thread that moves batches and requests between the three above.
+* ``partitioner.py`` - which partition a record goes to (murmur2 of the key; KIP-794 without one).
 * ``log.py``, ``metrics.py``, ``config_checks.py`` - leaves every room may use.
 
 What it may import: ``txnproducer.errors``, ``txnproducer.config`` and ``txnproducer.prepared``

@@ -152,15 +152,8 @@ class RecordAccumulator:
     # -- application side ---------------------------------------------------------------------
 
     def append(self, tp: TopicPartition, timestamp: int | None, key: bytes | None,
-               value: bytes | None, headers: Headers, max_block_s: float,
-               abort_on_new_batch: bool = False) -> tuple[RecordFuture | None, bool]:
+               value: bytes | None, headers: Headers, max_block_s: float) -> tuple[RecordFuture, bool]:
         """Add a record; return its future and whether the Sender should be woken now.
-
-        ``abort_on_new_batch`` (the sticky partitioner's record, KIP-480): when the record would
-        not fit into the partition's open batch (or there is none), queue nothing, close that
-        batch (it is sendable at once) and return ``(None, True)``; the caller moves to another
-        partition and appends there. Checked before waiting for memory, so nothing is lost and
-        no time of ``max_block_s`` is used.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
@@ -184,12 +177,12 @@ class RecordAccumulator:
                         return RecordFuture(last, index, timestamp, -1 if key is None else len(key),
                                             -1 if value is None else len(value)), size >= self._full_at
             return self._append_new_batch(tp, dq, last, timestamp, key, value, headers_encoded,
-                                          max_block_s, abort_on_new_batch)
+                                          max_block_s)
 
     def _append_new_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
                           last: ProducerBatch | None, timestamp: int, key: bytes | None,
-                          value: bytes | None, headers_encoded: bytes, max_block_s: float,
-                          abort_on_new_batch: bool) -> tuple[RecordFuture | None, bool]:
+                          value: bytes | None, headers_encoded: bytes,
+                          max_block_s: float) -> tuple[RecordFuture, bool]:
         """``append`` when no open batch of ``tp`` takes the record (caller holds the lock)."""
         est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
@@ -197,9 +190,6 @@ class RecordAccumulator:
             self._raise_too_large(total)  # before anything changes: the open batch stays open
         if last is not None:
             last.full = True  # it did not take the record: sendable at once
-        if abort_on_new_batch:
-            # the sticky partitioner's record: let the caller move on, before any wait for memory
-            return None, True
         # Like the Java client's BufferPool: a batch reserves its whole capacity when it starts
         # (a record larger than batch_size gets a batch of its own size), so appending to an open
         # batch needs no accounting.
@@ -228,10 +218,14 @@ class RecordAccumulator:
             self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
         return first, True
 
-    def has_open_batch(self, tp: TopicPartition) -> bool:
-        """Whether ``tp`` has a batch that still takes records."""
+    def is_last_batch_full(self, tp: TopicPartition) -> bool:
+        """Whether ``tp``'s last batch takes no more records (closed, marked full, or as large as
+        a batch gets), or there is none: the sticky partitioner may then move on (KIP-794)."""
         with self._mutex:
-            return self._open_batch(tp) is not None
+            dq = self._batches.get(tp)
+            last = dq[-1] if dq else None
+            return (last is None or last.full or last.builder is None
+                    or last.builder.size() >= self._full_at)
 
     def _open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """``tp``'s batch that still takes records, if any (caller holds the lock; ``append``'s

@@ -37,15 +37,32 @@ class ProduceSide(TxnCore):
 
     # -- send() ------------------------------------------------------------------------------------------
 
-    def maybe_add_partition(self, tp: TopicPartition) -> None:
-        """Called by ``send()``: raise if sending is not allowed now, else note the partition."""
+    def add_partition(self, tp: TopicPartition) -> None:
+        """``send()`` put a record for ``tp`` into the accumulator: ``tp`` is part of the
+        transaction (TV1: AddPartitionsToTxn goes out before its batch; TV2: the Produce adds it).
+
+        Called only after the append succeeded, as the Java client does: a send() that raised
+        queued nothing, and the coordinator must not hear of a transaction that has no record
+        (under TV2 an EndTxn for it would be answered INVALID_TXN_STATE). Never raises: if the
+        transaction is no longer open to records (another thread aborted it, an error made it
+        abortable), the record's batch is failed by the abort that must follow.
+        """
         with self._lock:
-            self._check_ready_for_send()
+            if self.state is not State.IN_TRANSACTION and self.state is not State.COMMITTING_TRANSACTION:
+                return
             if self._tv >= 2:
                 self._partitions_in_txn.add(tp)
                 self._transaction_started = True
             elif tp not in self._partitions_in_txn and tp not in self._pending_partitions:
                 self._new_partitions.add(tp)
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """``send()``'s two steps at once, for callers with nothing to append in between: raise
+        unless records may be sent now (:meth:`fail_if_not_ready_for_send`), then
+        :meth:`add_partition`."""
+        with self._lock:
+            self._check_ready_for_send()
+            self.add_partition(tp)
 
     def fail_if_not_ready_for_send(self, call: str = "send") -> None:
         """Raise unless records may be added to the open transaction; ``call`` names the API

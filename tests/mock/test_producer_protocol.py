@@ -1,0 +1,146 @@
+"""The producer's protocol behaviour where an audit against the Java client found it differed.
+
+Each test is the regression test of one finding (issue 17): it failed before the fix. What a user
+relies on: a send() that was refused leaves the transaction committable; a send() racing
+begin_transaction() is part of the new transaction; a refused flush() does not change batching;
+keyless records spread over partitions by bytes produced (KIP-794), whatever linger does; and the
+error classes the Java client raises per request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests._support.producers import ProducerFactory, committed_values
+from txnproducer import errors
+from txnproducer.testing import MockCluster
+
+TVS = pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True, ids=["tv1", "tv2"])
+
+
+@pytest.fixture
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-proto")
+    yield factory
+    mock_cluster.clear_faults()
+    factory.close_all(1)
+
+
+# --- 1. a refused send() does not start the transaction (TV2) ------------------------------------
+
+
+@TVS
+def test_a_refused_send_leaves_the_transaction_committable(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """Java adds a partition to the transaction only once the record is in the accumulator. A
+    send() that raised queued nothing, so the coordinator must not be told about a transaction:
+    the commit succeeds (TV2 used to send EndTxn for a transaction the coordinator never saw, got
+    INVALID_TXN_STATE and became fatal)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer(max_request_size=60 * 1024)
+    producer.init_transactions()
+    producer.begin_transaction()
+    with pytest.raises(errors.RecordTooLargeError):
+        producer.send("t", b"x" * 100_000, partition=0)
+    producer.commit_transaction(10)
+    assert producer.state.name == "READY"
+    assert not [e for e in mock_cluster.request_log if e.api == "EndTxn"]  # nothing to end
+    with producer.transaction():
+        producer.send("t", b"after", partition=0)
+    assert committed_values(mock_cluster, "t", 0) == [b"after"]
+
+
+# --- 4. begin_transaction() and a concurrent send() ----------------------------------------------
+
+
+@TVS
+def test_a_send_racing_begin_transaction_joins_the_new_transaction(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """A send() from another thread that runs as soon as the transaction manager says
+    IN_TRANSACTION must register its partition with the new transaction (it used to find the
+    previous transaction's partition cache, skip the registration, and stall until
+    delivery_timeout_ms)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer(delivery_timeout_ms=6000, request_timeout_ms=5000)
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("t", b"first", partition=0)
+    tm = producer._tm
+    original = tm.begin_transaction
+    sent: list[Any] = []
+
+    def begin_then_send_from_another_thread() -> None:
+        original()
+        # the window: the state is IN_TRANSACTION, begin_transaction() has not returned yet
+        thread = threading.Thread(target=lambda: sent.append(producer.send("t", b"second", partition=0)))
+        thread.start()
+        thread.join(5)
+
+    tm.begin_transaction = begin_then_send_from_another_thread  # type: ignore[method-assign]
+    try:
+        producer.begin_transaction()
+    finally:
+        tm.begin_transaction = original  # type: ignore[method-assign]
+    assert len(sent) == 1
+    producer.commit_transaction(4)
+    assert sent[0].get(1).offset >= 0
+    assert committed_values(mock_cluster, "t", 0) == [b"first", b"second"]
+
+
+# --- 5. a refused flush() ------------------------------------------------------------------------
+
+
+def test_a_refused_flush_leaves_linger_in_force(mock_cluster: MockCluster, make_producer: Any) -> None:
+    """flush(-1) raises ConfigError; it must not leave the accumulator flushing for good (then
+    linger_ms was ignored for the rest of the producer's life: every record went out at once)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer(linger_ms=60_000, delivery_timeout_ms=70_000)
+    producer.init_transactions()
+    producer.begin_transaction()
+    with pytest.raises(errors.ConfigError, match="timeout must be >= 0"):
+        producer.flush(-1)
+    producer.send("t", b"lingers", partition=0)
+    # with linger in force nothing is produced until the commit flushes the batch
+    with pytest.raises(TimeoutError, match="no matching request"):
+        mock_cluster.wait_for_request(lambda e: e.api == "Produce", timeout=1.0)
+    producer.commit_transaction(5)
+    assert committed_values(mock_cluster, "t", 0) == [b"lingers"]
+
+
+# --- 9. the sticky partitioner follows bytes produced (KIP-794), not batches sent -----------------
+
+
+@TVS
+def test_keyless_records_switch_partition_by_bytes_produced_whatever_linger_does(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """Java's built-in partitioner (KIP-794) keeps keyless records on one partition until
+    batch_size bytes were produced to it (and its last batch is full, or twice batch_size), then
+    picks another at random. A batch that leaves early (here: flush() after every record, as a
+    short linger on a slow machine does) must not make the records move on: they used to start a
+    new partition at every batch, one record each."""
+    mock_cluster.create_topic("spread", partitions=3)
+    producer = make_producer(batch_size=2000, linger_ms=0)
+    producer.init_transactions()
+    value = b"v" * 190  # about 200 bytes per record with its overhead: 10 per batch_size
+    partitions: list[int] = []
+    with producer.transaction():
+        for _ in range(120):
+            future = producer.send("spread", value)
+            producer.flush(5)
+            partitions.append(future.get(5).partition)
+    runs: list[int] = []  # lengths of consecutive records on one partition
+    previous = None
+    for p in partitions:
+        if p == previous:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        previous = p
+    # each partition got batch_size bytes (every flush leaves its last batch full), then the next
+    # sticky partition is random: it may be the same one, so a run is a whole multiple of that
+    assert all(run % 10 == 0 for run in runs[:-1]), runs
+    assert len(set(partitions)) > 1
