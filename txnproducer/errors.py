@@ -30,6 +30,7 @@ __all__ = [
     "AbortableError",
     "BrokerError",
     "ClosedError",
+    "ClusterAuthorizationError",
     "CommitFailedError",
     "ConfigError",
     "DeliveryTimeoutError",
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidTxnStateError",
     "OutOfOrderSequenceError",
     "PreparedTransactionLostError",
+    "ProduceRejectedError",
     "ProducerFencedError",
     "RecordTooLargeError",
     "RetriableError",
@@ -184,6 +186,23 @@ class InvalidProducerEpochError(AbortableError):
     error_code = ec.INVALID_PRODUCER_EPOCH
 
 
+class GroupAuthorizationError(AbortableError):
+    """The principal may not commit offsets for the consumer group (GROUP_AUTHORIZATION_FAILED on
+    FindCoordinator, AddOffsetsToTxn or TxnOffsetCommit): abort, grant READ on the group, retry.
+
+    Abortable, as in the Java client: the producer stays usable for transactions that do not
+    send offsets for this group, and for this one once the ACL is fixed.
+    """
+
+    error_code = ec.GROUP_AUTHORIZATION_FAILED
+
+
+class ProduceRejectedError(AbortableError):
+    """The broker refused a batch for good with an error code that has no more specific class
+    (the message names it, e.g. INVALID_RECORD): the record's future fails with this and the
+    transaction cannot commit. Abort, fix what the message names, retry."""
+
+
 class CommitFailedError(AbortableError):
     """The consumer group fenced the offsets of this transaction (rebalance, stale generation).
 
@@ -203,15 +222,22 @@ class ProducerFencedError(FatalError):
 
 
 class TransactionalIdAuthorizationError(FatalError):
-    """The principal may not use this ``transactional_id``; fix the ACLs, then create a new producer."""
+    """The principal may not use this ``transactional_id``: fix the ACLs, then create a new producer.
+
+    Raised by ``init_transactions()`` (InitProducerId refused), the producer was never
+    initialized and stays so: fix the ACLs and call ``init_transactions()`` again, as with the
+    Java client. Raised anywhere else, the producer is done.
+    """
 
     error_code = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
-class GroupAuthorizationError(FatalError):
-    """The principal may not commit offsets for the consumer group."""
+class ClusterAuthorizationError(FatalError):
+    """The principal lacks a cluster permission the request needs (IDEMPOTENT_WRITE, or an old
+    broker's cluster-wide check). From ``init_transactions()`` the producer stays uninitialized and
+    ``init_transactions()`` may be called again once the ACLs are fixed; anywhere else it is fatal."""
 
-    error_code = ec.GROUP_AUTHORIZATION_FAILED
+    error_code = ec.CLUSTER_AUTHORIZATION_FAILED
 
 
 class InvalidProducerIdMappingError(FatalError):

@@ -144,3 +144,86 @@ def test_keyless_records_switch_partition_by_bytes_produced_whatever_linger_does
     # sticky partition is random: it may be the same one, so a run is a whole multiple of that
     assert all(run % 10 == 0 for run in runs[:-1]), runs
     assert len(set(partitions)) > 1
+
+
+# --- 3. documented error classes, classified per request as the Java client does ------------------
+
+
+@TVS
+def test_init_refused_for_authorization_can_be_called_again(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    mock_cluster.inject_error("InitProducerId", 53, count=1)  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    with pytest.raises(errors.TransactionalIdAuthorizationError, match="init_transactions\\(\\) again"):
+        producer.init_transactions()
+    producer.init_transactions()  # the ACL "was fixed": the same producer initializes
+    with producer.transaction():
+        producer.send("t", b"ok", partition=0)
+    assert committed_values(mock_cluster, "t", 0) == [b"ok"]
+
+
+@TVS
+def test_invalid_transaction_timeout_raises_its_documented_class(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    producer = make_producer()
+    mock_cluster.inject_error("InitProducerId", 50, count=1)
+    with pytest.raises(errors.InvalidTransactionTimeoutError, match=r"transaction\.max\.timeout\.ms"):
+        producer.init_transactions()
+
+
+@TVS
+def test_invalid_producer_id_mapping_raises_its_documented_class(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("t", b"x", partition=0).get(5)
+    mock_cluster.inject_error("EndTxn", 49, count=1)
+    with pytest.raises(errors.InvalidProducerIdMappingError):
+        producer.commit_transaction(5)
+    assert producer.state.name == "FATAL_ERROR"
+
+
+@TVS
+def test_a_batch_refused_with_an_unmapped_code_fails_its_records_with_an_abortable_error(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """INVALID_RECORD has no class of its own: the record's future fails with
+    ProduceRejectedError (abortable, not retriable: the same bytes would be refused again)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    mock_cluster.inject_error("Produce", 87, count=1)
+    future = producer.send("t", b"bad", partition=0)
+    with pytest.raises(errors.ProduceRejectedError, match="INVALID_RECORD") as info:
+        future.get(5)
+    assert isinstance(info.value, errors.AbortableError) and not isinstance(info.value, errors.RetriableError)
+    with pytest.raises(errors.AbortableError):
+        producer.commit_transaction(5)
+    producer.abort_transaction(5)
+    with producer.transaction():
+        producer.send("t", b"good", partition=0)
+    assert committed_values(mock_cluster, "t", 0) == [b"good"]
+
+
+@TVS
+def test_group_authorization_failure_is_abortable_and_the_producer_goes_on(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("t", b"x", partition=0)
+    mock_cluster.inject_error("TxnOffsetCommit", 30, count=1)
+    with pytest.raises(errors.GroupAuthorizationError):
+        producer.send_offsets_to_transaction({TopicPartition("in", 0): OffsetAndMetadata(3, "", -1)}, "g")
+    producer.abort_transaction(5)
+    with producer.transaction():
+        producer.send("t", b"y", partition=0)
+        producer.send_offsets_to_transaction({TopicPartition("in", 0): OffsetAndMetadata(3, "", -1)}, "g")
+    assert committed_values(mock_cluster, "t", 0) == [b"y"]
+    assert mock_cluster.committed_offsets("g") == {("in", 0): 3}

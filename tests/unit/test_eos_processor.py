@@ -315,11 +315,15 @@ def test_rewind_goes_to_the_groups_committed_offset() -> None:
     assert h.output_values() == expected_values(data)
 
 
-def test_fatal_error_closes_and_raises() -> None:
+@pytest.mark.parametrize("exc", [errors.GroupAuthorizationError("no READ on group g"),
+                                 errors.ProducerFencedError("a newer instance took over")])
+def test_fatal_or_authorization_error_closes_and_raises(exc: errors.TxnProducerError) -> None:
+    """A fatal error, and an authorization error (abortable for the producer, but no retry can
+    succeed until the ACLs change), close the processor and reach the caller."""
     h = Harness({T0: 3})
     consumer, producer = h.started()
-    producer.fail["send_offsets"] = errors.GroupAuthorizationError("no READ on group g")
-    with pytest.raises(errors.GroupAuthorizationError):
+    producer.fail["send_offsets"] = exc
+    with pytest.raises(type(exc)):
         h.proc.run()
     assert producer.committed == [] and h.group.committed == {}
     assert consumer.closed and producer.closed_with is not None

@@ -59,13 +59,35 @@ def test_failed_abort_can_be_called_again() -> None:
     tm, _, _ = drv.in_transaction(tv=2)
     drv.produce_ok(tm, drv.TP0)
     result = tm.begin_abort()
-    drv.take(tm).handle_response(drv.end_txn(code=120))
-    with pytest.raises(errors.TransactionAbortableError):
+    drv.take(tm).handle_response(drv.end_txn(code=59))  # UNKNOWN_PRODUCER_ID: abortable
+    with pytest.raises(errors.UnknownProducerIdError):
         result.wait(1.0)
     again = tm.begin_abort()
     drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     again.wait(1.0)
     assert tm.state is State.READY
+
+
+def test_transaction_abortable_answering_an_abort_is_fatal() -> None:
+    """Java 4.1 (KAFKA-19250): an abort answered TRANSACTION_ABORTABLE cannot be retried by
+    aborting again (that would loop); the producer is done and a new instance cleans up."""
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
+    result = tm.begin_abort()
+    drv.take(tm).handle_response(drv.end_txn(code=120))
+    with pytest.raises(errors.FatalError, match="TRANSACTION_ABORTABLE to EndTxn"):
+        result.wait(1.0)
+    assert tm.state is State.FATAL_ERROR
+
+
+def test_transaction_abortable_answering_a_commit_is_abortable() -> None:
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
+    result = tm.begin_commit()
+    drv.take(tm).handle_response(drv.end_txn(code=120))
+    with pytest.raises(errors.TransactionAbortableError):
+        result.wait(1.0)
+    assert tm.state is State.ABORTABLE_ERROR
 
 
 def test_end_txn_concurrent_transactions_retries_after_transaction_backoff() -> None:

@@ -126,10 +126,9 @@ def test_result_completed_by_sender_thread_wakes_waiting_app_thread() -> None:
     [
         (90, errors.ProducerFencedError, "fenced"),
         (47, errors.ProducerFencedError, "fenced"),  # Java maps INVALID_PRODUCER_EPOCH from the coordinator
-        (53, errors.TransactionalIdAuthorizationError, "not allowed to use transactional_id"),
-        (50, errors.FatalError, "transaction.max.timeout.ms"),
+        (50, errors.InvalidTransactionTimeoutError, "transaction.max.timeout.ms"),
         (35, errors.UnsupportedVersionError, "does not support"),
-        (49, errors.FatalError, "INVALID_PRODUCER_ID_MAPPING"),
+        (49, errors.InvalidProducerIdMappingError, "INVALID_PRODUCER_ID_MAPPING"),
     ],
 )
 def test_init_producer_id_fatal_errors(code: int, exc_type: type[Exception], text: str) -> None:
@@ -143,6 +142,26 @@ def test_init_producer_id_fatal_errors(code: int, exc_type: type[Exception], tex
     assert tm.state is State.FATAL_ERROR and tm.has_fatal_error()
     with pytest.raises(exc_type):
         tm.begin_transaction()
+
+
+@pytest.mark.parametrize(
+    ("code", "exc_type"),
+    [(53, errors.TransactionalIdAuthorizationError), (31, errors.ClusterAuthorizationError)],
+)
+def test_init_refused_for_authorization_can_be_called_again(code: int, exc_type: type[Exception]) -> None:
+    """As the Java client: InitProducerId refused for authorization leaves the producer
+    uninitialized, and init_transactions() works once the ACLs allow it."""
+    tm, _, _ = drv.make_tm()
+    result = tm.initialize_transactions()
+    drv.take(tm).handle_response(drv.find_coordinator_ok(drv.TID))
+    drv.take(tm).handle_response(drv.init_pid(code=code, producer_id=-1, epoch=-1))
+    with pytest.raises(exc_type, match="init_transactions\\(\\) again"):
+        result.wait(1.0)
+    assert tm.state is State.UNINITIALIZED
+    again = tm.initialize_transactions()
+    drv.take(tm).handle_response(drv.init_pid(producer_id=7, epoch=0))
+    again.wait(1.0)
+    assert tm.state is State.READY and tm.producer_id_and_epoch.producer_id == 7
 
 
 @pytest.mark.parametrize("code", [15, 16])
@@ -186,7 +205,6 @@ def test_retriable_init_errors_back_off(code: int, backoff_ms: float) -> None:
     ("code", "exc_type"),
     [
         (53, errors.TransactionalIdAuthorizationError),
-        (30, errors.GroupAuthorizationError),
         (87, errors.FatalError),
     ],
 )

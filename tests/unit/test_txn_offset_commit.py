@@ -28,14 +28,25 @@ def test_stale_group_metadata_is_commit_failed_and_abortable(code: int) -> None:
     assert tm.state is State.ABORTABLE_ERROR and isinstance(tm.last_error, errors.AbortableError)
 
 
-def test_txn_offset_commit_group_authorization_is_fatal() -> None:
+@pytest.mark.parametrize("where", ["FindCoordinator", "TxnOffsetCommit"])
+def test_group_authorization_failure_is_abortable(where: str) -> None:
+    """As the Java client: GROUP_AUTHORIZATION_FAILED (looking up the group's coordinator or
+    committing its offsets) makes the transaction abortable; the producer goes on after the abort."""
     tm, _, _ = drv.in_transaction(tv=2)
     result = tm.send_offsets_to_transaction({drv.TP0: OffsetAndMetadata(5, "", -1)}, "g1")
-    drv.take(tm).handle_response(drv.find_coordinator_ok("g1"))
-    drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP0: 30}))
+    if where == "FindCoordinator":
+        drv.take(tm).handle_response(drv.find_coordinator_error("g1", 30))
+        assert tm.next_request(False) is None  # the Sender's next turn fails the waiting commit
+    else:
+        drv.take(tm).handle_response(drv.find_coordinator_ok("g1"))
+        drv.take(tm).handle_response(drv.txn_offset_commit({drv.TP0: 30}))
     with pytest.raises(errors.GroupAuthorizationError, match="g1"):
         result.wait(1.0)
-    assert tm.state is State.FATAL_ERROR
+    assert tm.state is State.ABORTABLE_ERROR
+    abort = tm.begin_abort()
+    drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
+    abort.wait(1.0)
+    assert tm.state is State.READY
 
 
 def test_txn_offset_commit_retries_only_failed_partitions() -> None:

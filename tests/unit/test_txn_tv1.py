@@ -139,7 +139,7 @@ def test_tv1_send_offsets_adds_offsets_then_commits_them_to_the_group() -> None:
 @pytest.mark.parametrize(
     ("code", "exc_type", "state"),
     [
-        (30, errors.GroupAuthorizationError, State.FATAL_ERROR),
+        (30, errors.GroupAuthorizationError, State.ABORTABLE_ERROR),
         (90, errors.ProducerFencedError, State.FATAL_ERROR),
         (120, errors.TransactionAbortableError, State.ABORTABLE_ERROR),
         (59, errors.UnknownProducerIdError, State.ABORTABLE_ERROR),

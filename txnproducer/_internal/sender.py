@@ -81,6 +81,8 @@ _ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
     ec.INVALID_PRODUCER_EPOCH: errors.InvalidProducerEpochError,
     ec.INVALID_TXN_STATE: errors.InvalidTxnStateError,
     ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: errors.TransactionalIdAuthorizationError,
+    ec.CLUSTER_AUTHORIZATION_FAILED: errors.ClusterAuthorizationError,
+    ec.INVALID_PRODUCER_ID_MAPPING: errors.InvalidProducerIdMappingError,
     ec.UNKNOWN_PRODUCER_ID: errors.UnknownProducerIdError,
     ec.PRODUCER_FENCED: errors.ProducerFencedError,
     ec.TRANSACTION_ABORTABLE: errors.TransactionAbortableError,
@@ -91,7 +93,8 @@ def produce_error(code: int, message: str | None = None) -> errors.TxnProducerEr
     """The exception for a Produce partition error code (names as in Kafka's ``Errors``)."""
     name = ec.error_name(code)
     text = f"Produce failed: {name} (error code {code})" + (f": {message}" if message else "")
-    cls = _ERROR_CLASSES.get(code, errors.BrokerError)
+    # a code without its own class: the batch failed for good and the transaction cannot commit
+    cls = _ERROR_CLASSES.get(code, errors.ProduceRejectedError)
     return cls(text, error_code=code)
 
 

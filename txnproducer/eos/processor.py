@@ -16,7 +16,9 @@ rebalances. The design follows franz-go's ``GroupTransactSession``:
 * an :class:`~txnproducer.errors.AbortableError` (for example ``CommitFailedError`` when the
   group's generation moved on) aborts, rewinds the consumer to the last committed offsets and
   continues; a :class:`~txnproducer.errors.FatalError` (fenced by a newer instance with the same
-  transactional id, not authorized, ...) closes the processor and is raised from :meth:`run`;
+  transactional id, ...) closes the processor and is raised from :meth:`run`, and so does an
+  authorization error (``GroupAuthorizationError``, ``TopicAuthorizationError``: abortable for the
+  producer, but no retry succeeds until the ACLs change), after the abort and the rewind;
 * an exception from the user's transform aborts the transaction, rewinds, and is raised from
   :meth:`run`: the input records of that transaction are not consumed (their offsets are not
   committed), so they are processed again by the next :meth:`run` or after a restart.
@@ -90,6 +92,14 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self._processor._on_partitions_assigned(set(assigned))
+
+
+# Abortable errors after which the loop stops: the aborted transaction's input is rewound, but
+# the next attempt cannot succeed until the ACLs change.
+_NEEDS_AN_OPERATOR: tuple[type[errors.AbortableError], ...] = (
+    errors.GroupAuthorizationError,
+    errors.TopicAuthorizationError,
+)
 
 
 def _default_consumer_factory(**settings: Any) -> Any:
@@ -306,7 +316,7 @@ class TransactionalProcessor:
             return self.metrics()
         except _UserCodeError as exc:
             raise exc.original from None
-        except errors.FatalError as exc:
+        except (errors.FatalError, *_NEEDS_AN_OPERATOR) as exc:
             self._log.error("eos.fatal_error", error=repr(exc))
             self._shutdown(after_fatal=True)
             raise
@@ -492,6 +502,10 @@ class TransactionalProcessor:
         self._count(transactions_aborted=1, **({"aborts_on_error": 1} if reason == "error" else {}))
         if reason == "close":
             return
+        if isinstance(cause, _NEEDS_AN_OPERATOR):
+            # abortable for the producer, but every retry would fail the same way until someone
+            # changes the ACLs: stop here rather than loop (as Kafka Streams stops its thread)
+            raise cause
         assigned = set(self._consumer.assignment() or ())
         for tp, offset in start.items():
             if tp not in assigned:

@@ -3,8 +3,8 @@
 Versions: v3 under TV1 (v4 is advertised with TV2, where TxnOffsetCommit v5 goes to the group
 coordinator directly and this request is skipped). On success the offsets themselves follow in a
 TxnOffsetCommit to the group coordinator, completing the same result. Errors:
-GROUP_AUTHORIZATION_FAILED is fatal here (a known difference from the Java client, which makes it
-abortable); the rest as
+GROUP_AUTHORIZATION_FAILED makes the transaction abortable (GroupAuthorizationError), as in the
+Java client; the rest as
 :meth:`~txnproducer._internal.txn.handler.TxnRequestHandler.handle_common`.
 """
 
@@ -60,6 +60,6 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
             self._tm.offsets_added(self)
             self._tm.enqueue(TxnOffsetCommitHandler(self._tm, self.result, self.offsets, self.group_metadata))
         elif code == GROUP_AUTHORIZATION_FAILED:
-            self.fatal_error(group_authorization_error(self.group_id))
+            self.abortable_error(group_authorization_error(self.group_id))
         else:
             self.handle_common(code)

@@ -23,6 +23,7 @@ from txnproducer._internal.protocol.error_codes import (
     INVALID_TXN_STATE,
     NONE,
     PRODUCER_FENCED,
+    TRANSACTION_ABORTABLE,
     error_name,
 )
 from txnproducer._internal.txn.handler import Priority, TxnContext, TxnRequestHandler
@@ -71,6 +72,17 @@ class EndTxnHandler(TxnRequestHandler):
         elif self.committed and self.prepared is not None and code in LOST_PREPARED_CODES:
             pid, epoch = self.prepared
             self.fatal_error(prepared_lost_error(self._tm.transactional_id, pid, epoch, code))
+        elif code == TRANSACTION_ABORTABLE and not self.committed:
+            # An abort answered "abort": the Java client (4.1, KAFKA-19250) makes this fatal, as
+            # an application that aborts again would loop; the coordinator ends the transaction.
+            self.fatal_error(
+                errors.FatalError(
+                    "the coordinator answered TRANSACTION_ABORTABLE to EndTxn(abort): the transaction"
+                    " cannot be ended by this producer; close it and create a new one (the new"
+                    " instance's init_transactions() aborts what is left)",
+                    error_code=code,
+                )
+            )
         else:
             self.handle_common(code)
 

@@ -16,6 +16,7 @@ from txnproducer._internal.protocol.error_codes import (
     CLUSTER_AUTHORIZATION_FAILED,
     GROUP_AUTHORIZATION_FAILED,
     INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
     PRODUCER_FENCED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     UNSUPPORTED_VERSION,
@@ -30,12 +31,15 @@ _FATAL_PRODUCE_CODES = frozenset(
         TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         PRODUCER_FENCED,
         UNSUPPORTED_VERSION,
+        INVALID_PRODUCER_ID_MAPPING,  # Java 4.0+ (KAFKA-18019)
     }
 )
 _FATAL_PRODUCE_CLASSES = (
     errors.ProducerFencedError,
     errors.TransactionalIdAuthorizationError,
+    errors.ClusterAuthorizationError,
     errors.UnsupportedVersionError,
+    errors.InvalidProducerIdMappingError,
 )
 
 
@@ -77,9 +81,29 @@ def fenced_error(
 
 def group_authorization_error(group_id: str) -> errors.GroupAuthorizationError:
     return errors.GroupAuthorizationError(
-        f"not authorized to commit offsets for consumer group {group_id!r}: grant READ on the group,"
-        " then create a new producer",
+        f"not authorized to commit offsets for consumer group {group_id!r}: call abort_transaction(),"
+        " grant READ on the group, then retry the transaction",
         error_code=GROUP_AUTHORIZATION_FAILED,
+    )
+
+
+def transactional_id_authorization_error(
+    transactional_id: str, api: str, *, init: bool = False
+) -> errors.TransactionalIdAuthorizationError:
+    what = ("call init_transactions() again" if init else "create a new producer")
+    return errors.TransactionalIdAuthorizationError(
+        f"the principal is not allowed to use transactional_id {transactional_id!r} ({api}): grant it"
+        f" WRITE and DESCRIBE on the TransactionalId, then {what}",
+        error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    )
+
+
+def cluster_authorization_error(api: str, *, init: bool = False) -> errors.ClusterAuthorizationError:
+    what = ("call init_transactions() again" if init else "create a new producer")
+    return errors.ClusterAuthorizationError(
+        f"the principal lacks a cluster permission ({api}; IDEMPOTENT_WRITE on old brokers): fix the"
+        f" ACLs, then {what}",
+        error_code=CLUSTER_AUTHORIZATION_FAILED,
     )
 
 

@@ -3,8 +3,8 @@
 Versions: v6 preferred (``versions.PREFERRED_VERSIONS``); v4+ asks with ``coordinator_keys`` (a
 batch of one), older versions with ``key``. Sent to the least-loaded broker, never to a
 coordinator. Errors: retriable codes are retried after ``retry_backoff_ms``;
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal; GROUP_AUTHORIZATION_FAILED is fatal (for
-``send_offsets_to_transaction``); anything else is unexpected and fatal.
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal; GROUP_AUTHORIZATION_FAILED makes the transaction
+abortable (for ``send_offsets_to_transaction``); anything else is unexpected and fatal.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class FindCoordinatorHandler(TxnRequestHandler):
         elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
             self.handle_common(code)
         elif code == GROUP_AUTHORIZATION_FAILED:
-            self.fatal_error(group_authorization_error(self.key))
+            self.abortable_error(group_authorization_error(self.key))
         elif code == TRANSACTION_ABORTABLE:
             self.handle_common(code)
         else:

@@ -39,6 +39,10 @@ from txnproducer._internal.protocol.error_codes import (
     error_name,
     is_retriable,
 )
+from txnproducer._internal.txn.error_policy import (
+    cluster_authorization_error,
+    transactional_id_authorization_error,
+)
 from txnproducer._internal.txn.producer_id import ProducerIdAndEpoch
 from txnproducer._internal.txn.result import TransactionalRequestResult
 
@@ -97,6 +101,7 @@ class TxnContext(Protocol):
     def handler_failed_abortably(
         self, handler: TxnRequestHandler, exc: BaseException, *, bump_epoch: bool
     ) -> None: ...
+    def init_refused(self, handler: TxnRequestHandler, exc: BaseException) -> None: ...
     def fenced_error(self, code: int, api: str) -> errors.ProducerFencedError: ...
     def coordinator_found(self, key_type: str, key: str, node_id: int, host: str, port: int) -> None: ...
     def producer_id_received(
@@ -245,22 +250,9 @@ class TxnRequestHandler:
             # Java maps INVALID_PRODUCER_EPOCH from the coordinator to PRODUCER_FENCED (KIP-588)
             self.fenced(code)
         elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-            self.fatal_error(
-                errors.TransactionalIdAuthorizationError(
-                    f"the principal is not allowed to use transactional_id {tm.transactional_id!r}"
-                    f" ({self.api_name}): grant it WRITE/DESCRIBE on the TransactionalId, then create"
-                    " a new producer",
-                    error_code=code,
-                )
-            )
+            self.fatal_error(transactional_id_authorization_error(tm.transactional_id, self.api_name))
         elif code == CLUSTER_AUTHORIZATION_FAILED:
-            self.fatal_error(
-                errors.FatalError(
-                    "the principal lacks IDEMPOTENT_WRITE/cluster authorization"
-                    f" ({self.api_name}): fix the ACLs, then create a new producer",
-                    error_code=code,
-                )
-            )
+            self.fatal_error(cluster_authorization_error(self.api_name))
         elif code == UNSUPPORTED_VERSION:
             self.fatal_error(
                 errors.UnsupportedVersionError(
@@ -280,8 +272,10 @@ class TxnRequestHandler:
                 )
             )
         elif code == INVALID_PRODUCER_ID_MAPPING:
+            # fatal, as in the Java client since 4.0 (KAFKA-18019): recovering with a new producer id
+            # could let a zombie that outlived transactional.id.expiration.ms process input twice
             self.fatal_error(
-                errors.FatalError(
+                errors.InvalidProducerIdMappingError(
                     f"the coordinator no longer maps transactional_id {tm.transactional_id!r} to"
                     f" producer id {tm.producer_id_and_epoch.producer_id} (INVALID_PRODUCER_ID_MAPPING,"
                     " e.g. transactional.id.expiration.ms passed); close the producer and create a"

@@ -5,7 +5,10 @@ Enable2Pc, KeepPreparedTxn), refused with UnsupportedVersionError when the broke
 v6. Two uses: ``init_transactions()`` (producer id -1: the coordinator fences older instances and
 aborts their open transaction) and, under TV1 after an abortable produce error, the client-side
 epoch bump with the current id/epoch once the abort is written (priority EPOCH_BUMP: after the
-EndTxn). Errors: INVALID_TRANSACTION_TIMEOUT is fatal; TRANSACTION_ABORTABLE and
+EndTxn). Errors: INVALID_TRANSACTION_TIMEOUT is fatal; TRANSACTIONAL_ID_AUTHORIZATION_FAILED and
+CLUSTER_AUTHORIZATION_FAILED leave the producer UNINITIALIZED, so that ``init_transactions()`` can
+be called again once the ACLs allow it (the Java client's rule; fatal on a KIP-360 bump);
+TRANSACTION_ABORTABLE and
 UNKNOWN_PRODUCER_ID have no transaction to abort here and are fatal; the rest as
 :meth:`~txnproducer._internal.txn.handler.TxnRequestHandler.handle_common`.
 """
@@ -18,11 +21,17 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from txnproducer import errors
 from txnproducer._internal.protocol.error_codes import (
+    CLUSTER_AUTHORIZATION_FAILED,
     INVALID_TRANSACTION_TIMEOUT,
     NONE,
     TRANSACTION_ABORTABLE,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     UNKNOWN_PRODUCER_ID,
     UNSUPPORTED_VERSION,
+)
+from txnproducer._internal.txn.error_policy import (
+    cluster_authorization_error,
+    transactional_id_authorization_error,
 )
 from txnproducer._internal.txn.handler import Priority, TxnContext, TxnRequestHandler
 from txnproducer._internal.txn.result import TransactionalRequestResult
@@ -105,13 +114,20 @@ class InitProducerIdHandler(TxnRequestHandler):
             self.result.set_success()
         elif code == INVALID_TRANSACTION_TIMEOUT:
             self.fatal_error(
-                errors.FatalError(
+                errors.InvalidTransactionTimeoutError(
                     f"transaction_timeout_ms={self._tm.transaction_timeout_ms} was rejected by the"
                     " broker (INVALID_TRANSACTION_TIMEOUT): it must be > 0 and <="
                     " transaction.max.timeout.ms (default 900000); fix the config",
                     error_code=code,
                 )
             )
+        elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED and not self.epoch_bump:
+            # As the Java client: the producer goes back to UNINITIALIZED and init_transactions()
+            # may be called again once the ACL allows it (a bump's refusal stays fatal)
+            self._tm.init_refused(self, transactional_id_authorization_error(
+                self._tm.transactional_id, self.api_name, init=True))
+        elif code == CLUSTER_AUTHORIZATION_FAILED and not self.epoch_bump:
+            self._tm.init_refused(self, cluster_authorization_error(self.api_name, init=True))
         elif code in (TRANSACTION_ABORTABLE, UNKNOWN_PRODUCER_ID):
             # no transaction to abort while initializing: nothing the application can do but restart
             self.unexpected(code)

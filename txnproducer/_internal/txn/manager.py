@@ -405,6 +405,13 @@ class TransactionManager(ProduceSide):
         else:
             self.transition_to_abortable_error(exc)
 
+    def init_refused(self, handler: TxnRequestHandler, exc: BaseException) -> None:
+        """InitProducerId was refused for authorization: back to UNINITIALIZED, so that
+        ``init_transactions()`` can be called again (the waiting call gets ``exc``)."""
+        handler.result.set_error(exc)
+        self._transition(State.UNINITIALIZED)
+        self.log("warning", "txn.init_refused", error=repr(exc))
+
     def coordinator_found(self, key_type: str, key: str, node_id: int, host: str, port: int) -> None:
         self._requests.set_coordinator(key_type, key, (node_id, host, port))
         self.log(

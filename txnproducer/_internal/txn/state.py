@@ -36,7 +36,9 @@ _S = State
 # target state -> the states it may be entered from. FATAL_ERROR is reachable from everywhere
 # (it is the exit); nothing leaves FATAL_ERROR and nothing returns to UNINITIALIZED.
 LEGAL_SOURCES: dict[State, frozenset[State]] = {
-    _S.UNINITIALIZED: frozenset(),
+    # INITIALIZING -> UNINITIALIZED: InitProducerId refused for authorization; as in the Java
+    # client, init_transactions() may then be called again once the ACLs allow it.
+    _S.UNINITIALIZED: frozenset({_S.INITIALIZING}),
     # ABORTING -> INITIALIZING: a TV1 abort that needs a client-side epoch bump (KIP-360) goes
     # through INITIALIZING while the InitProducerId(pid, epoch) is outstanding.
     # COMMITTING -> INITIALIZING: under TV1 a completed *prepared* transaction is followed by an

@@ -5,8 +5,8 @@ adds the offsets partition to the transaction itself, KIP-890). Sent to the grou
 with the consumer's generation, member id and group instance id (KIP-447), so that the group
 fences the offsets of a zombie consumer. Only the partitions that failed with a retriable error
 are sent again. Errors: ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID make the
-transaction abortable (CommitFailedError); GROUP_AUTHORIZATION_FAILED is fatal here (Java:
-abortable); INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fence the producer.
+transaction abortable (CommitFailedError); GROUP_AUTHORIZATION_FAILED too (GroupAuthorizationError,
+as the Java client); INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fence the producer.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
                 elif is_retriable(code):
                     continue  # e.g. UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS: retry
                 elif code == GROUP_AUTHORIZATION_FAILED:
-                    self.fatal_error(group_authorization_error(self.group_id))
+                    self.abortable_error(group_authorization_error(self.group_id))
                     return
                 elif code in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
                     self.abortable_error(
