@@ -100,6 +100,7 @@ _NEEDS_AN_OPERATOR: tuple[type[errors.AbortableError], ...] = (
     errors.GroupAuthorizationError,
     errors.TopicAuthorizationError,
 )
+_STOPS_THE_LOOP: tuple[type[errors.TxnProducerError], ...] = (errors.FatalError, *_NEEDS_AN_OPERATOR)
 
 
 def _default_consumer_factory(**settings: Any) -> Any:
@@ -316,7 +317,7 @@ class TransactionalProcessor:
             return self.metrics()
         except _UserCodeError as exc:
             raise exc.original from None
-        except (errors.FatalError, *_NEEDS_AN_OPERATOR) as exc:
+        except _STOPS_THE_LOOP as exc:
             self._log.error("eos.fatal_error", error=repr(exc))
             self._shutdown(after_fatal=True)
             raise
