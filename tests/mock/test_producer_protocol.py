@@ -227,3 +227,46 @@ def test_group_authorization_failure_is_abortable_and_the_producer_goes_on(
         producer.send_offsets_to_transaction({TopicPartition("in", 0): OffsetAndMetadata(3, "", -1)}, "g")
     assert committed_values(mock_cluster, "t", 0) == [b"y"]
     assert mock_cluster.committed_offsets("g") == {("in", 0): 3}
+
+
+# --- 6. TV1: a batch that expires while aborting bumps the epoch (KIP-360) ------------------------
+
+
+@pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
+def test_tv1_a_batch_lost_while_aborting_bumps_the_epoch_so_the_next_transaction_is_clean(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """Under TV1 the epoch outlives the transaction. A batch that was sent but never answered
+    (its broker went silent) and expired while the transaction was being aborted leaves the
+    partition's sequence unknown: the producer must bump the epoch after the abort, as KIP-360
+    does after any such failure. Without it the next transaction's first batch there got
+    OUT_OF_ORDER_SEQUENCE_NUMBER, was retried until delivery_timeout_ms, and failed."""
+    txn_id = "tx-tv1-lost"
+    mock_cluster.create_topic("t", partitions=3)
+    producer = make_producer(txn_id, linger_ms=0, request_timeout_ms=1000, delivery_timeout_ms=2500,
+                             retry_backoff_ms=50)
+    producer.init_transactions()
+    coordinator = mock_cluster.coordinator_for(txn_id)
+    partition = next(p for p in range(3) if mock_cluster.leader_of("t", p) != coordinator)
+    leader = mock_cluster.leader_of("t", partition)
+    with producer.transaction():  # the broker now has sequences for this producer there
+        producer.send("t", b"committed", partition=partition)
+    epoch = producer.epoch
+
+    producer.begin_transaction()
+    # every Produce the leader gets from now on is lost with its connection, unanswered
+    mock_cluster.drop_connection_after("Produce", count=10_000, when="before", broker_id=leader)
+    lost = producer.send("t", b"lost", partition=partition)
+    mock_cluster.wait_for_request(lambda e: e.api == "Produce" and e.dropped, timeout=5)
+    aborted_at = mock_cluster.request_log[-1].seq
+    producer.abort_transaction(10)  # waits until the unanswered batch expires
+    with pytest.raises(errors.DeliveryTimeoutError):
+        lost.get(1)
+    mock_cluster.clear_faults()
+    bumps = [e for e in mock_cluster.request_log if e.seq > aborted_at and e.api == "InitProducerId"
+             and e.fields.get("producer_id", -1) >= 0]
+    assert bumps and producer.epoch == epoch + 1
+
+    with producer.transaction():
+        producer.send("t", b"next", partition=partition)
+    assert committed_values(mock_cluster, "t", partition) == [b"committed", b"next"]
+    assert not [e for e in mock_cluster.request_log if e.seq > aborted_at and 45 in e.error_codes]

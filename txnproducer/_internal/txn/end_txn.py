@@ -67,8 +67,8 @@ class EndTxnHandler(TxnRequestHandler):
         if code == NONE:
             new_pid = int(getattr(response, "producer_id", -1))
             new_epoch = int(getattr(response, "producer_epoch", -1))
-            self._tm.transaction_ended(new_pid, new_epoch)
-            self.result.set_success()
+            if self._tm.transaction_ended(new_pid, new_epoch, self.result):
+                self.result.set_success()
         elif self.committed and self.prepared is not None and code in LOST_PREPARED_CODES:
             pid, epoch = self.prepared
             self.fatal_error(prepared_lost_error(self._tm.transactional_id, pid, epoch, code))

@@ -313,8 +313,8 @@ class TransactionManager(ProduceSide):
                 if handler.is_end_txn and not self._transaction_started:
                     # nothing reached the coordinator: no EndTxn (the Java client does the same)
                     self.log("debug", "txn.end_txn_skipped", committed=getattr(handler, "committed", None))
-                    self._complete_transaction()
-                    handler.result.set_success()
+                    if self._transaction_completed(handler.result):
+                        handler.result.set_success()
                     continue
                 try:
                     handler.prepare()
@@ -471,7 +471,9 @@ class TransactionManager(ProduceSide):
     def offsets_committed(self, group_id: str) -> None:
         self.log("debug", "txn.offsets_committed", group_id=group_id)
 
-    def transaction_ended(self, producer_id: int, epoch: int) -> None:
+    def transaction_ended(self, producer_id: int, epoch: int, result: TransactionalRequestResult) -> bool:
+        """EndTxn succeeded. True if ``result`` (what the application waits on) is complete; False
+        if a TV1 epoch bump (KIP-360) follows first and completes it."""
         if producer_id >= 0 and epoch >= 0:
             # TV2 (EndTxn v5): the coordinator bumped the epoch - or, at epoch exhaustion, issued a
             # new producer id with epoch 0. Either way sequences restart at 0.
@@ -490,7 +492,19 @@ class TransactionManager(ProduceSide):
                 )
                 if new.producer_id != old.producer_id:
                     self.log("info", "txn.producer_id_assigned", reason=reason)
+        return self._transaction_completed(result)
+
+    def _transaction_completed(self, result: TransactionalRequestResult) -> bool:
+        """The transaction is over: READY, or, when a bump is due (TV1, KIP-360: a produce error,
+        also one that came in while the transaction was ending, or a prepared transaction),
+        INITIALIZING until InitProducerId(pid, epoch) answers and completes ``result``."""
+        bump = self._epoch_bump_required
         self._complete_transaction()
+        if not bump:
+            return True
+        self.enqueue(InitProducerIdHandler(self, result, epoch_bump=True, producer_id=self._pid.producer_id,
+                                           producer_epoch=self._pid.epoch))
+        return False
 
     # -- internals ---------------------------------------------------------------------------------------
 
@@ -506,23 +520,12 @@ class TransactionManager(ProduceSide):
             self._enqueue_add_partitions()
         metric = m.TXN_COMMIT_TIME_NS_TOTAL if committed else m.TXN_ABORT_TIME_NS_TOTAL
         operation = "commit_transaction" if committed else "abort_transaction"
+        # If the epoch must be bumped (KIP-360, TV1), the bump follows the EndTxn and completes this
+        # same result (see _transaction_completed): the caller's next transaction starts on fresh
+        # sequences. Deciding it once EndTxn is answered also covers a batch that failed meanwhile.
         end_result = self._new_result(operation, metric)
         self.enqueue(EndTxnHandler(self, end_result, committed))
-        if not self._epoch_bump_required:
-            return end_result
-        # KIP-360 (TV1): once the abort is written, bump the epoch with the current id/epoch; the
-        # caller waits for the bump, so the next transaction starts on fresh sequences.
-        bump_result = self._new_result(operation, metric)
-        self.enqueue(
-            InitProducerIdHandler(
-                self,
-                bump_result,
-                epoch_bump=True,
-                producer_id=self._pid.producer_id,
-                producer_epoch=self._pid.epoch,
-            )
-        )
-        return bump_result
+        return end_result
 
     def _drop_queued_transaction_requests(self) -> None:
         """On abort: adds/offset commits not yet sent are pointless; fail their results."""

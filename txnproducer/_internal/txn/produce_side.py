@@ -155,6 +155,13 @@ class ProduceSide(TxnCore):
                 if self._tv < 2:
                     self._epoch_bump_required = True
                 self.transition_to_abortable_error(as_abortable_produce_error(exc, code, tp))
+            elif (self.state is State.ABORTING_TRANSACTION and self._tv < 2 and base_sequence >= 0
+                  and producer_epoch == self._pid.epoch):
+                # A batch that was sent failed, or expired unanswered, while the transaction was
+                # being aborted: the broker's sequence for the partition is unknown, and TV1 keeps
+                # the epoch for the next transaction. Bump it after the abort (KIP-360), or the
+                # next batch there would meet OUT_OF_ORDER_SEQUENCE_NUMBER until it expired.
+                self._epoch_bump_required = True
             if self.state is State.FATAL_ERROR or producer_epoch != self._pid.epoch:
                 return
             if code == UNKNOWN_PRODUCER_ID:
