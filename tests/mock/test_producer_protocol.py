@@ -270,3 +270,50 @@ def test_tv1_a_batch_lost_while_aborting_bumps_the_epoch_so_the_next_transaction
         producer.send("t", b"next", partition=partition)
     assert committed_values(mock_cluster, "t", partition) == [b"committed", b"next"]
     assert not [e for e in mock_cluster.request_log if e.seq > aborted_at and 45 in e.error_codes]
+
+
+# --- 7. UNKNOWN_PRODUCER_ID after retention: sequences start again, the transaction goes on ------
+
+
+@TVS
+def test_unknown_producer_id_after_retention_restarts_sequences_and_commits(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """Retention removed everything this producer wrote to a partition, and with it its state
+    there; a broker that answers such a batch UNKNOWN_PRODUCER_ID tells the log start offset. The
+    Java client then starts the partition's sequences again at 0 and retries: the transaction
+    commits (it used to be made abortable)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    with producer.transaction():
+        for i in range(3):
+            producer.send("t", b"old-%d" % i, partition=0)
+    end = mock_cluster.state.partition_log("t", 0).high_watermark
+    mock_cluster.delete_records("t", 0, end)
+    mock_cluster.inject_error("Produce", 59, count=1, log_start_offset=end)
+    with producer.transaction():
+        futures = [producer.send("t", b"new-%d" % i, partition=0) for i in range(3)]
+    assert [f.get(1).offset >= end for f in futures] == [True] * 3
+    assert committed_values(mock_cluster, "t", 0) == [b"new-0", b"new-1", b"new-2"]
+    retried = [e for e in mock_cluster.request_log if e.api == "Produce" and not e.error_codes]
+    assert retried[-1].fields["batches"][0][4] == 0  # sent again from sequence 0
+
+
+@pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
+def test_unknown_producer_id_without_lost_state_still_aborts(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """If our last acknowledged offset is at or past the log start, the broker did not lose our
+    state to retention: as in Java, the batch fails and the transaction must abort. (TV1 only:
+    under TV2 every transaction starts a new epoch with no acknowledged offset, so Java - and we -
+    take any UNKNOWN_PRODUCER_ID with a log start offset as lost state.)"""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("t", b"a", partition=0)
+    mock_cluster.inject_error("Produce", 59, count=1, log_start_offset=0)
+    producer.begin_transaction()
+    future = producer.send("t", b"b", partition=0)
+    with pytest.raises(errors.UnknownProducerIdError):
+        future.get(5)
+    producer.abort_transaction(5)

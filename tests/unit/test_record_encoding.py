@@ -126,3 +126,22 @@ def test_varint_matches_kafka_python(value: int) -> None:
     out = bytearray()
     encode_varint(value, out.append)
     assert varint(value) == bytes(out)
+
+
+def test_restamp_gives_the_batch_another_producer_state_byte_for_byte() -> None:
+    """A batch re-stamped with another producer id, epoch and base sequence is the batch the
+    encoder builds with them (UNKNOWN_PRODUCER_ID after retention restarts sequences at 0)."""
+    from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED, restamp
+
+    def build(pid: int, epoch: int, seq: int) -> bytearray:
+        encoder = BatchEncoder(0, True, 16384)
+        for i in range(5):
+            encoder.append(1_700_000_000_000 + i, b"k%d" % i, b"value-%d" % i, NO_HEADERS_ENCODED)
+        encoder.set_producer_state(pid, epoch, seq, True)
+        return encoder.build()
+
+    batch = build(7, 3, 1234)
+    restamp(batch, 7, 3, 0)
+    assert batch == build(7, 3, 0)
+    decoded = DefaultRecordBatch(bytes(batch))
+    assert decoded.base_sequence == 0 and decoded.validate_crc()

@@ -124,7 +124,13 @@ def test_can_retry_rules() -> None:
     drv.produce_ok(tm, drv.TP0, records=3)  # acked 0..2
     assert tm.can_retry(drv.TP0, 45, epoch, 6)  # collateral: an earlier batch (3..5) failed first
     assert not tm.can_retry(drv.TP0, 45, epoch, 3)  # the next expected batch itself: a real gap
+    # UNKNOWN_PRODUCER_ID, the Java client's three cases: the partition moved (no log start yet),
     assert tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=-1)
-    assert not tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=10)
+    # retention removed everything we wrote (acked up to offset 2, the log now starts at 10),
+    assert tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=10)
+    assert tm.state_lost_to_retention(drv.TP0, 10) and not tm.state_lost_to_retention(drv.TP0, 2)
+    # or the answer is to the bytes a batch had before its sequences started again
+    assert tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=2, sequence_reset=True)
+    assert not tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=2)  # state not lost: abort
     assert tm.can_retry(drv.TP0, 6, epoch, 3)  # NOT_LEADER_OR_FOLLOWER
     assert not tm.can_retry(drv.TP0, 10, epoch, 3)  # MESSAGE_TOO_LARGE

@@ -38,6 +38,7 @@ from txnproducer._internal.protocol.error_codes import (
     MESSAGE_TOO_LARGE,
     NETWORK_EXCEPTION,
     NONE,
+    UNKNOWN_PRODUCER_ID,
 )
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
@@ -429,7 +430,10 @@ class Sender(threading.Thread):
                 and not tm.has_fatal_error():
             retry = code in _RETRIABLE or bool(tm.can_retry(
                 batch.tp, code, batch.producer_epoch, batch.base_sequence,
-                log_start_offset=log_start_offset))
+                log_start_offset=log_start_offset, sequence_reset=batch.sequence_reset))
+            if retry and code == UNKNOWN_PRODUCER_ID and not batch.sequence_reset \
+                    and tm.state_lost_to_retention(batch.tp, log_start_offset):
+                self._restart_sequences(batch.tp)
         if code == MESSAGE_TOO_LARGE and batch.record_count > 1 and same_producer and within_time \
                 and not tm.has_fatal_error():
             # larger than the topic's max.message.bytes: send it in halves (sequences kept)
@@ -463,6 +467,14 @@ class Sender(threading.Thread):
         tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
                                batch.producer_epoch, exc, True)
         self._acc.fail(batch, exc, per_record)
+
+    def _restart_sequences(self, tp: TopicPartition) -> None:
+        """Retention removed our producer state on ``tp``: its in-flight batches start again at
+        sequence 0 (re-stamped, records unchanged) and are retried in order."""
+        batches = self._acc.outstanding(tp)
+        bases = self._tm.restart_sequences(tp, [b.record_count for b in batches])
+        for batch, base in zip(batches, bases, strict=True):
+            batch.restamp(base)
 
     def _expire_batches(self, now: float) -> None:
         for batch in self._acc.expired_batches(now):

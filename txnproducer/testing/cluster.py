@@ -248,6 +248,7 @@ class MockCluster:
         error_code: int | Sequence[int],
         count: int | None = None,
         broker_id: int | None = None,
+        log_start_offset: int | None = None,
     ) -> None:
         """Answer the next ``count`` requests of ``api`` with ``error_code`` instead of handling them.
 
@@ -255,12 +256,16 @@ class MockCluster:
         items (topics/partitions, coordinator keys, ...) with every error code set, plus the top-level
         code where the schema has one. A list of codes answers successive requests with successive
         codes (``count`` defaults to its length; otherwise to 1). ``broker_id`` limits it to one broker.
+        ``log_start_offset`` sets that field of a Produce answer's partitions (default -1, what Kafka
+        answers for errors found before the log is reached; a value tells a client, with
+        UNKNOWN_PRODUCER_ID, that retention removed its producer state).
         """
         codes = [error_code] if isinstance(error_code, int) else list(error_code)
         if not codes:
             raise ValueError("at least one error code is needed")
         n = count if count is not None else len(codes)
-        self.faults.add(ERROR, api_messages.api_key_of(api), broker_id, n, codes)
+        payloads: list[Any] = codes if log_start_offset is None else [(c, log_start_offset) for c in codes]
+        self.faults.add(ERROR, api_messages.api_key_of(api), broker_id, n, payloads)
 
     def delay_responses(
         self, api: int | str, delay_ms: int, count: int = 1, broker_id: int | None = None
@@ -268,6 +273,15 @@ class MockCluster:
         """Hold the responses of the next ``count`` requests of ``api`` for ``delay_ms`` (handled at once,
         answered late: later requests on the same connection queue behind, as on a slow broker)."""
         self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, count, [delay_ms])
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Delete the partition's records below ``before_offset`` (as retention or DeleteRecords
+        would): the log start moves there and producers whose batches all went lose their state."""
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            log.delete_before(before_offset)
 
     def drop_connections(self, broker_id: int | None = None) -> None:
         """Close every client connection now (of one broker, or of all); clients must reconnect."""

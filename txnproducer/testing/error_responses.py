@@ -14,7 +14,8 @@ from typing import Any
 from . import api_messages
 
 
-def error_response(api_key: int, version: int, request: Any, code: int, state: Any = None) -> Any:
+def error_response(api_key: int, version: int, request: Any, code: int, state: Any = None,
+                   log_start_offset: int | None = None) -> Any:
     """A response of ``version`` whose error codes are all ``code``, mirroring the request's items.
 
     Per-item entries (topics/partitions, coordinator keys, groups, transactions) get ``code``; a
@@ -31,7 +32,9 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
                 "name": t.name,
                 "topic_id": getattr(t, "topic_id", None),
                 "partition_responses": [
-                    {"index": p.index, "error_code": code, "base_offset": -1} for p in t.partition_data
+                    {"index": p.index, "error_code": code, "base_offset": -1,
+                     "log_start_offset": -1 if log_start_offset is None else log_start_offset}
+                    for p in t.partition_data
                 ],
             }
             for t in request.topic_data

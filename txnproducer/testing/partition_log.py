@@ -226,6 +226,19 @@ class PartitionLog:
         return best
 
     # ----------------------------------------------------------------- writes
+    def delete_before(self, offset: int) -> None:
+        """Move the log start to ``offset`` (DeleteRecords, or retention): whole batches below it go,
+        and so does the state of every producer whose last batch went with them (Kafka's
+        ``ProducerStateManager.truncateHead``). Open transactions and markers are not touched."""
+        offset = min(max(offset, self.log_start_offset), self.high_watermark)
+        keep = [b for b in self._batches if b.last_offset >= offset]
+        self._batches = keep
+        self._base_offsets = [b.base_offset for b in keep]
+        self.log_start_offset = offset
+        for pid, entry in list(self._producers.items()):
+            if entry.batches and entry.batches[-1].last_offset < offset and pid not in self._ongoing:
+                del self._producers[pid]
+
     def append(self, batches: list[ParsedBatch], strict_first_sequence: bool) -> AppendResult:
         """Validate producer state for every batch, then append them all (or none).
 

@@ -255,7 +255,8 @@ class BrokerServer:
             self.host.requests.append(dropped=True, **log_args)
             return False
         if injected:
-            response = error_response(ctx.api_key, ctx.api_version, request, code, state)
+            code, log_start_offset = code if isinstance(code, tuple) else (code, None)
+            response = error_response(ctx.api_key, ctx.api_version, request, code, state, log_start_offset)
         else:
             try:
                 handler = lookup(ctx.api_key)

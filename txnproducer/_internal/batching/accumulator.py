@@ -298,6 +298,11 @@ class RecordAccumulator:
 
     # -- sender side -----------------------------------------------------------------------
 
+    def outstanding(self, tp: TopicPartition) -> list[ProducerBatch]:
+        """``tp``'s batches that have a sequence and are not final, in sequence order (a copy)."""
+        with self._mutex:
+            return list(self._outstanding.get(tp, ()))
+
     def has_incomplete(self) -> bool:
         return bool(self._incomplete)
 

@@ -23,7 +23,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.protocol.record_batch import BatchEncoder
+from txnproducer._internal.protocol.record_batch import BatchEncoder, restamp
 
 __all__ = ["Callback", "ProducerBatch", "RecordFuture", "RecordMetadata"]
 
@@ -151,7 +151,8 @@ class ProducerBatch:
         "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
         "created", "done_event", "drained_at", "exception", "final_state", "full", "in_flight",
         "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
-        "producer_id", "record_count", "record_errors", "reserved", "retry_at", "split_into", "tp",
+        "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sequence_reset",
+        "split_into", "tp",
     )
 
     def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
@@ -170,6 +171,9 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+        # True once the batch was re-stamped because its partition's sequences started again
+        # (UNKNOWN_PRODUCER_ID after retention): a stale answer to its old bytes is then retried
+        self.sequence_reset = False
         self.final_state: str | None = None
         self.base_offset = -1
         self.log_append_time: int | None = None
@@ -225,6 +229,14 @@ class ProducerBatch:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
+
+    def restamp(self, base_sequence: int) -> None:
+        """Another base sequence for a closed batch (its partition's sequences start again at 0
+        after the broker lost the producer's state); the records stay byte for byte."""
+        assert self.buffer is not None, "batch not closed yet"
+        restamp(self.buffer, self.producer_id, self.producer_epoch, base_sequence)
+        self.base_sequence = base_sequence
+        self.sequence_reset = True
 
     def finish(self, base_offset: int, log_append_time: int | None,
                exception: BaseException | None,

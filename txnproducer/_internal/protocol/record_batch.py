@@ -28,7 +28,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
 __all__ = ["BATCH_HEADER_SIZE", "GZIP_DEFAULT_LEVEL", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED",
-           "SEQUENCE_MODULUS", "BatchEncoder", "add_sequence", "encode_headers", "varint"]
+           "SEQUENCE_MODULUS", "BatchEncoder", "add_sequence", "encode_headers", "restamp", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -239,3 +239,20 @@ class BatchEncoder:
         )
         _CRC.pack_into(buf, _CRC_OFFSET, calc_crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
         return buf
+
+
+# producer id (int64), producer epoch (int16), base sequence (int32): the header's bytes 43-56
+_PRODUCER_STATE = struct.Struct(">qhi")
+_PRODUCER_STATE_OFFSET = 43
+
+
+def restamp(buf: bytearray, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    """Give a built batch another producer id, epoch and base sequence, and its new CRC.
+
+    Why: when a broker has lost a producer's state (UNKNOWN_PRODUCER_ID after retention, KIP-360)
+    the Java client starts the partition's sequences again at 0 and re-stamps the batches already
+    sent (``startSequencesAtBeginning``); the records themselves stay as they are. The result is
+    the batch :class:`BatchEncoder` would have built with that state.
+    """
+    _PRODUCER_STATE.pack_into(buf, _PRODUCER_STATE_OFFSET, producer_id, producer_epoch, base_sequence)
+    _CRC.pack_into(buf, _CRC_OFFSET, calc_crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))

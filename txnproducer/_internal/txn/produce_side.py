@@ -83,6 +83,27 @@ class ProduceSide(TxnCore):
 
     # -- the accumulator (TransactionGate) ---------------------------------------------------------------
 
+    def state_lost_to_retention(self, tp: TopicPartition, log_start_offset: int | None) -> bool:
+        """Did the broker drop this producer's state on ``tp`` because the log start moved past
+        everything we wrote there (UNKNOWN_PRODUCER_ID with that log start offset)?"""
+        with self._lock:
+            return self._state_lost_to_retention(tp, log_start_offset)
+
+    def _state_lost_to_retention(self, tp: TopicPartition, log_start_offset: int | None) -> bool:
+        return (log_start_offset is not None and log_start_offset >= 0
+                and self._sequences.last_acked_offset(tp) < log_start_offset)
+
+    def restart_sequences(self, tp: TopicPartition, record_counts: list[int]) -> list[int]:
+        """Start ``tp``'s sequences again at 0 for its in-flight batches (``record_counts`` in
+        sequence order, the Java client's ``startSequencesAtBeginning``); returns their new base
+        sequences, which the Sender stamps on them."""
+        with self._lock:
+            self._broker_state.discard(tp)
+            bases = self._sequences.restart(tp, record_counts)
+            self.log("info", "txn.sequences_restarted", topic=tp.topic, partition=tp.partition,
+                     batches=len(record_counts))
+            return bases
+
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
         """May a batch for ``tp`` be drained now? TV1: once AddPartitionsToTxn succeeded for it;
         TV2: once ``send()`` added it to the open transaction (Produce v12 adds it implicitly)."""
@@ -179,6 +200,7 @@ class ProduceSide(TxnCore):
         batch_base_sequence: int,
         *,
         log_start_offset: int | None = None,
+        sequence_reset: bool = False,
     ) -> bool:
         """May the Sender re-send a batch that got ``error_code``?
 
@@ -197,7 +219,11 @@ class ProduceSide(TxnCore):
             if self.state is State.FATAL_ERROR:
                 return False
             if error_code == UNKNOWN_PRODUCER_ID:
-                return log_start_offset == -1
+                # the Java client's three cases: the partition moved (no log start offset yet), the
+                # answer is to this batch's bytes from before its sequences started again, or
+                # retention removed our state (the Sender then restarts the sequences at 0)
+                return (log_start_offset == -1 or sequence_reset
+                        or self._state_lost_to_retention(tp, log_start_offset))
             if error_code == OUT_OF_ORDER_SEQUENCE_NUMBER:
                 if self.state is State.ABORTABLE_ERROR or self.state is State.ABORTING_TRANSACTION:
                     return False

@@ -117,6 +117,19 @@ class SequenceBook:
         entry = self._entries.get(tp)
         return entry.last_acked_offset if entry else -1
 
+    def restart(self, tp: TopicPartition, record_counts: list[int]) -> list[int]:
+        """The partition's in-flight batches (``record_counts``, in sequence order) get sequences
+        from 0 again: the broker lost this producer's state (retention). Returns their new bases."""
+        entry = self._entries[tp] = _PartitionEntry()
+        bases = []
+        sequence = 0
+        for count in record_counts:
+            bases.append(sequence)
+            entry.in_flight[sequence] = count
+            sequence = add_sequence(sequence, count)
+        entry.next_sequence = sequence
+        return bases
+
     def reset_partition(self, tp: TopicPartition) -> None:
         self._entries.pop(tp, None)
 
