@@ -317,3 +317,30 @@ def test_unknown_producer_id_without_lost_state_still_aborts(
     with pytest.raises(errors.UnknownProducerIdError):
         future.get(5)
     producer.abort_transaction(5)
+
+
+# --- 8. KIP-951: a leader move costs no metadata round trip or retry backoff ----------------------
+
+
+@TVS
+def test_a_leader_hint_routes_the_retry_to_the_new_leader_at_once(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The old leader answers NOT_LEADER_OR_FOLLOWER with the new leader and its endpoint
+    (KIP-951). The Java client sends the retry there at once; we used to wait for the retry
+    backoff and a metadata refresh (here a 10 s backoff would exceed the commit's bound)."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer(retry_backoff_ms=10_000, retry_backoff_max_ms=10_000,
+                             metadata_max_age_ms=600_000)
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("t", b"before", partition=0)
+    old = mock_cluster.leader_of("t", 0)
+    new = next(b for b in mock_cluster.broker_ids if b != old)
+    mock_cluster.move_leader("t", 0, new)
+    moved_at = mock_cluster.request_log[-1].seq
+    producer.begin_transaction()
+    producer.send("t", b"after", partition=0)
+    producer.commit_transaction(5)
+    produces = [e for e in mock_cluster.request_log if e.seq > moved_at and e.api == "Produce"]
+    assert [(e.broker_id, e.error_codes) for e in produces] == [(old, (6,)), (new, ())]
+    assert committed_values(mock_cluster, "t", 0) == [b"before", b"after"]

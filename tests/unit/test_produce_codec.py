@@ -222,11 +222,20 @@ def _normalized_reference(decoded: Any, version: int) -> list[Any]:
         parts = []
         for p in t.partition_responses:
             errs = tuple((e.batch_index, e.batch_index_error_message) for e in (p.record_errors or []))
+            leader = getattr(p, "current_leader", None) if version >= 10 else None
             parts.append((p.index, p.error_code, p.base_offset, p.log_append_time_ms,
                           p.log_start_offset if version >= 5 else -1, errs,
-                          p.error_message if version >= 8 else None))
+                          p.error_message if version >= 8 else None,
+                          _leader(None if leader is None else (leader.leader_id, leader.leader_epoch))))
         out.append((t.name if version < 13 else None, t.topic_id if version >= 13 else None, parts))
-    return [out, decoded.throttle_time_ms]
+    endpoints = getattr(decoded, "node_endpoints", None) if version >= 10 else None
+    return [out, decoded.throttle_time_ms,
+            tuple((n.node_id, n.host, n.port, n.rack) for n in endpoints or ())]
+
+
+def _leader(value: tuple[int, int] | None) -> tuple[int, int] | None:
+    """An absent CurrentLeader and the schema's default (-1, -1) mean the same: no hint."""
+    return None if value is None or value == (-1, -1) else value
 
 
 def _normalized_ours(decoded: ProduceResponseData) -> list[Any]:
@@ -234,9 +243,9 @@ def _normalized_ours(decoded: ProduceResponseData) -> list[Any]:
     for t in decoded.responses:
         parts = [(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
                   tuple((e.batch_index, e.batch_index_error_message) for e in p.record_errors),
-                  p.error_message) for p in t.partition_responses]
+                  p.error_message, _leader(p.current_leader)) for p in t.partition_responses]
         out.append((t.name, t.topic_id, parts))
-    return [out, decoded.throttle_time_ms]
+    return [out, decoded.throttle_time_ms, tuple(tuple(n) for n in decoded.node_endpoints)]
 
 
 def _has_tags(version: int, topics: Any, node_endpoints: Any) -> bool:

@@ -274,6 +274,21 @@ class MockCluster:
         answered late: later requests on the same connection queue behind, as on a slow broker)."""
         self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, count, [delay_ms])
 
+    def move_leader(self, topic: str, partition: int, to_broker: int) -> None:
+        """Make ``to_broker`` the partition's leader (epoch + 1), as a reassignment or a
+        preferred-leader election does, while the old leader stays up: it answers Produce and
+        Fetch NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951) until clients follow. A later
+        broker stop or start puts leaders back on their preferred brokers."""
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            if to_broker not in self.state.alive_broker_ids():
+                raise ValueError(f"broker {to_broker} is not alive")
+            if to_broker != log.leader_id:
+                log.set_leader(to_broker, log.leader_epoch + 1)
+            self.state.notify_all()
+
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Delete the partition's records below ``before_offset`` (as retention or DeleteRecords
         would): the log start moves there and producers whose batches all went lose their state."""

@@ -415,12 +415,13 @@ class RecordAccumulator:
     def _backoff(self, attempts: int) -> float:
         return float(min(self._retry_backoff_s * (2 ** max(attempts - 1, 0)), self._retry_backoff_max_s))
 
-    def reenqueue(self, batch: ProducerBatch, now: float | None = None) -> None:
-        """Put a failed-but-retriable batch back at the front, in sequence order."""
+    def reenqueue(self, batch: ProducerBatch, now: float | None = None, backoff: bool = True) -> None:
+        """Put a failed-but-retriable batch back at the front, in sequence order; it may go
+        again after the retry backoff (``backoff=False``: at once, e.g. to a new leader)."""
         now = self._clock() if now is None else now
         with self._mutex:
             batch.in_flight = False
-            batch.retry_at = now + self._backoff(batch.attempts)
+            batch.retry_at = now + self._backoff(batch.attempts) if backoff else now
             self._insert_in_sequence_order(batch)
 
     def _insert_in_sequence_order(self, batch: ProducerBatch) -> None:

@@ -273,6 +273,13 @@ class NetworkClient:
             self.cluster._coordinator_brokers[node] = MetadataResponse.MetadataResponseBroker(
                 node, host, port, None)
 
+    def follow_leader_hint(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> bool:
+        """Apply a KIP-951 current-leader hint to the cached metadata (only if its leader epoch is
+        newer than what we know); a metadata refresh is still requested to confirm it."""
+        changed = bool(self.cluster.update_partition_leader(tp, leader_id, leader_epoch))
+        self.request_metadata_update()
+        return changed
+
     def least_loaded_node(self) -> Any:
         return self._client.least_loaded_node()
 

@@ -28,7 +28,7 @@ from .primitives import I32 as _I32
 from .primitives import check_count as _check_count
 from .primitives import compact_count as _compact_count
 from .primitives import compact_string_at as _compact_string_at
-from .primitives import skip_tagged_fields
+from .primitives import read_uvarint, skip_tagged_fields
 from .primitives import string_at as _string_at
 from .produce_versions import FIRST_FLEXIBLE as _FIRST_FLEXIBLE
 from .produce_versions import FIRST_TOPIC_ID as _FIRST_TOPIC_ID
@@ -36,6 +36,7 @@ from .produce_versions import MAX_VERSION, MIN_VERSION, PRODUCE_API_KEY
 from .produce_versions import check_version as _check_version
 
 __all__ = [
+    "NodeEndpoint",
     "PartitionResponse",
     "ProduceResponseData",
     "ProduceResponseHeader",
@@ -62,12 +63,12 @@ class RecordError(NamedTuple):
 class PartitionResponse:
     """One partition's answer (a slots class: a NamedTuple field may not be called ``index``)."""
 
-    __slots__ = ("base_offset", "error_code", "error_message", "index", "log_append_time_ms",
-                 "log_start_offset", "record_errors")
+    __slots__ = ("base_offset", "current_leader", "error_code", "error_message", "index",
+                 "log_append_time_ms", "log_start_offset", "record_errors")
 
     def __init__(self, index: int, error_code: int, base_offset: int, log_append_time_ms: int,
                  log_start_offset: int, record_errors: tuple[RecordError, ...],
-                 error_message: str | None) -> None:
+                 error_message: str | None, current_leader: tuple[int, int] | None = None) -> None:
         self.index = index
         self.error_code = error_code
         self.base_offset = base_offset
@@ -75,12 +76,23 @@ class PartitionResponse:
         self.log_start_offset = log_start_offset  # -1 before v5
         self.record_errors = record_errors  # empty before v8
         self.error_message = error_message  # None before v8
+        # KIP-951 (v10+, tag 0): (leader id, leader epoch) a NOT_LEADER_OR_FOLLOWER answer names
+        self.current_leader = current_leader
 
     def __repr__(self) -> str:
         return (f"PartitionResponse(index={self.index}, error_code={self.error_code}, "
                 f"base_offset={self.base_offset}, log_append_time_ms={self.log_append_time_ms}, "
                 f"log_start_offset={self.log_start_offset}, record_errors={self.record_errors!r}, "
-                f"error_message={self.error_message!r})")
+                f"error_message={self.error_message!r}, current_leader={self.current_leader!r})")
+
+
+class NodeEndpoint(NamedTuple):
+    """A broker a Produce answer names as a partition's current leader (KIP-951)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 class TopicResponse(NamedTuple):
@@ -96,14 +108,17 @@ class ProduceResponseHeader(NamedTuple):
 class ProduceResponseData:
     """A decoded ProduceResponse (the attributes kafka-python's ProduceResponse has that we use)."""
 
-    __slots__ = ("API_VERSION", "responses", "throttle_time_ms")
+    __slots__ = ("API_VERSION", "node_endpoints", "responses", "throttle_time_ms")
 
     API_KEY = PRODUCE_API_KEY
 
-    def __init__(self, version: int, responses: list[TopicResponse], throttle_time_ms: int) -> None:
+    def __init__(self, version: int, responses: list[TopicResponse], throttle_time_ms: int,
+                 node_endpoints: tuple[NodeEndpoint, ...] = ()) -> None:
         self.API_VERSION = version
         self.responses = responses
         self.throttle_time_ms = throttle_time_ms
+        # KIP-951 (v10+, tag 0): the brokers named as current leaders, so a client can reach them
+        self.node_endpoints = node_endpoints
 
     def __repr__(self) -> str:
         errors = sum(1 for t in self.responses for p in t.partition_responses if p.error_code)
@@ -373,12 +388,13 @@ def _decode_flexible(data: Any, pos: int, end: int, version: int) -> tuple[Produ
                 pos += 1
             else:
                 error_message, pos = _compact_string_at(data, pos, end)
+            current_leader = None
             if data[pos] == 0:
                 pos += 1
             else:  # CurrentLeader (v10+, tag 0) or tags we do not know
-                pos = skip_tagged_fields(data, pos, end)
+                current_leader, pos = _partition_tags(data, pos, end)
             parts.append(PartitionResponse(index, code, base_offset, append_time, log_start,
-                                           record_errors, error_message))
+                                           record_errors, error_message, current_leader))
         if data[pos] == 0:
             pos += 1
         else:
@@ -386,8 +402,56 @@ def _decode_flexible(data: Any, pos: int, end: int, version: int) -> tuple[Produ
         topics.append(_tuple_new(TopicResponse, (name, topic_id, parts)))
     (throttle_time_ms,) = _I32.unpack_from(data, pos)
     pos += 4
+    endpoints: tuple[NodeEndpoint, ...] = ()
     if data[pos] == 0:
         pos += 1
     else:  # NodeEndpoints (v10+, tag 0) or tags we do not know
-        pos = skip_tagged_fields(data, pos, end)
-    return ProduceResponseData(version, topics, throttle_time_ms), pos
+        endpoints, pos = _response_tags(data, pos, end)
+    return ProduceResponseData(version, topics, throttle_time_ms, endpoints), pos
+
+
+_LEADER = struct.Struct(">ii")  # leader id, leader epoch
+
+
+def _tagged_fields(data: Any, pos: int, end: int) -> tuple[dict[int, tuple[int, int]], int]:
+    """A tagged-field section: {tag: (start, stop)} of each field's bytes, and the position after."""
+    count, pos = read_uvarint(data, pos)
+    fields: dict[int, tuple[int, int]] = {}
+    for _ in range(count):
+        tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
+        stop = pos + size
+        if stop > end:
+            raise ValueError(f"tagged field of {size} bytes runs past the end")
+        fields[tag] = (pos, stop)
+        pos = stop
+    return fields, pos
+
+
+def _partition_tags(data: Any, pos: int, end: int) -> tuple[tuple[int, int] | None, int]:
+    """A partition's tagged fields: tag 0 is CurrentLeader (leader id, epoch, its own tags)."""
+    fields, pos = _tagged_fields(data, pos, end)
+    where = fields.get(0)
+    if where is None:
+        return None, pos
+    leader_id, leader_epoch = _LEADER.unpack_from(data, where[0])
+    return (leader_id, leader_epoch), pos
+
+
+def _response_tags(data: Any, pos: int, end: int) -> tuple[tuple[NodeEndpoint, ...], int]:
+    """The response's tagged fields: tag 0 is NodeEndpoints (id, host, port, rack, tags each)."""
+    fields, pos = _tagged_fields(data, pos, end)
+    where = fields.get(0)
+    if where is None:
+        return (), pos
+    start, stop = where
+    n, at = _compact_count(data, start, stop, 7)
+    endpoints = []
+    for _ in range(n):
+        (node_id,) = _I32.unpack_from(data, at)
+        host, at = _compact_string_at(data, at + 4, stop)
+        (port,) = _I32.unpack_from(data, at)
+        rack, at = _compact_string_at(data, at + 4, stop)
+        at = skip_tagged_fields(data, at, stop)
+        endpoints.append(_tuple_new(NodeEndpoint, (node_id, host or "", port, rack)))
+    return tuple(endpoints), pos
