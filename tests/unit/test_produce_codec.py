@@ -530,8 +530,11 @@ def _sender(net: _FakeNet) -> tuple[Sender, list[tuple[str, Any]]]:
     outcomes: list[tuple[str, Any]] = []
     sender._complete = lambda batch, base_offset, log_append_time: outcomes.append(  # type: ignore[method-assign]
         ("done", (batch.tp, base_offset, log_append_time)))
-    sender._retry_or_fail = lambda batch, code, message, record_errors, log_start_offset=None: (  # type: ignore[method-assign]
-        outcomes.append(("error", (batch.tp, code, message, record_errors))))
+    def retry_or_fail(batch: Any, code: int, message: Any, record_errors: Any, log_start_offset: Any = None,
+                      leader_moved: bool = False) -> None:
+        outcomes.append(("error", (batch.tp, code, message, record_errors)))
+
+    sender._retry_or_fail = retry_or_fail  # type: ignore[method-assign]
     return sender, outcomes
 
 
