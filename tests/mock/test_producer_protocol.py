@@ -344,3 +344,48 @@ def test_a_leader_hint_routes_the_retry_to_the_new_leader_at_once(
     produces = [e for e in mock_cluster.request_log if e.seq > moved_at and e.api == "Produce"]
     assert [(e.broker_id, e.error_codes) for e in produces] == [(old, (6,)), (new, ())]
     assert committed_values(mock_cluster, "t", 0) == [b"before", b"after"]
+
+
+# --- 2. every request is built for the broker it goes to (rolling upgrades) -----------------------
+
+# What a broker one release behind speaks: Kafka 3.x-era maxima below what a TV1 client prefers
+OLDER_BROKER = {"Produce": (3, 9), "InitProducerId": (0, 3), "AddPartitionsToTxn": (0, 3),
+                "AddOffsetsToTxn": (0, 3), "TxnOffsetCommit": (0, 3), "EndTxn": (0, 3),
+                "FindCoordinator": (0, 3)}
+
+
+@pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
+@pytest.mark.parametrize("older", ["leader", "coordinator"])
+def test_each_broker_gets_the_versions_it_speaks_during_a_rolling_upgrade(
+        mock_cluster: MockCluster, make_producer: Any, older: str, io_path: str) -> None:
+    """Brokers of two releases serve the cluster while it is upgraded. As in the Java client,
+    each request carries the highest version its own destination speaks (from that connection's
+    ApiVersions): a version only the newer brokers know used to reach the older one, which
+    closed the connection, so the batches were retried until delivery_timeout_ms."""
+    txn_id = f"tx-upgrade-{older}"
+    mock_cluster.create_topic("t", partitions=3)
+    old = 2
+    partition = next(p for p in range(3) if (mock_cluster.leader_of("t", p) == old) == (older == "leader"))
+    if older == "coordinator":
+        mock_cluster.move_coordinator(txn_id, old)
+        mock_cluster.move_coordinator("g", old, key_type="group")
+    else:
+        mock_cluster.move_coordinator(txn_id, next(b for b in mock_cluster.broker_ids if b != old))
+    mock_cluster.set_broker_api_versions(old, OLDER_BROKER)
+    producer = make_producer(txn_id, delivery_timeout_ms=6000, request_timeout_ms=2000)
+    producer.init_transactions()
+    for i in range(2):
+        with producer.transaction():
+            producer.send("t", b"v%d" % i, partition=partition)
+            if older == "coordinator":
+                from kafka.structs import OffsetAndMetadata, TopicPartition
+                producer.send_offsets_to_transaction({TopicPartition("in", 0): OffsetAndMetadata(i, "", -1)},
+                                                     "g")
+    assert committed_values(mock_cluster, "t", partition) == [b"v0", b"v1"]
+    to_old = [e for e in mock_cluster.request_log if e.broker_id == old and e.api != "ApiVersions"]
+    assert to_old and not [e for e in to_old if e.dropped]  # the older broker refused nothing
+    for e in to_old:
+        cap = OLDER_BROKER.get(e.api)
+        assert cap is None or e.version <= cap[1], (e.api, e.version)
+    newer = [e for e in mock_cluster.request_log if e.broker_id != old and e.api == "Produce"]
+    assert all(e.version == 11 for e in newer)  # the others still get what they speak

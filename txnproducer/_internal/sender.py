@@ -42,6 +42,7 @@ from txnproducer._internal.protocol.error_codes import (
 )
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
+from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
 from txnproducer.config import ProducerConfig
 
 __all__ = ["Sender", "produce_error"]
@@ -299,10 +300,20 @@ class Sender(threading.Thread):
             tm.retry(handler)
             poll(min(delay, self._max_poll_s))
             return True
-        if net.has_connection(node) and not net.is_ready(node) and net.in_flight_count(node) > 0:
-            tm.retry(handler)  # connection saturated by produce requests: wait for answers
+        if not net.is_ready(node):
+            # connecting (its ApiVersions answer decides the request's version), or saturated by
+            # produce requests: wait for the connection, then build the request for this broker
+            net.ensure_connecting(node)
+            tm.retry(handler, backoff_ms=0)
             poll(self._max_poll_s)
             return True
+        node_max = net.max_version(node, handler.request.API_KEY)
+        if node_max is not None and node_max < handler.request.API_VERSION:
+            try:
+                handler.prepare(node_max)  # an older broker: the highest version it speaks
+            except errors.TxnProducerError as exc:  # it does not speak this request at all
+                handler.fail(exc)
+                return True
         future = net.send(node, handler.request)
         tm.in_flight_started(handler)
         self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
@@ -335,9 +346,11 @@ class Sender(threading.Thread):
             return poll_s
         features = net.features
         assert features is not None
-        version = features.produce_version(self._tm.transaction_version)
+        tv = self._tm.transaction_version
         for node, batches in drained.items():
-            self._send_produce(node, batches, version)
+            # each broker gets the version it speaks (brokers differ during a rolling upgrade)
+            self._send_produce(node, batches,
+                               features.produce_version(tv, net.max_version(node, PRODUCE_API_KEY)))
         # more batches may be sendable right away (one batch per partition per drain)
         again, _, _ = acc.ready(net.leader_for, now, force=self._tm.is_completing())
         return 0.0 if any(net.is_ready(node) for node in again) else poll_s

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from txnproducer._internal.log import get_logger
@@ -273,6 +273,19 @@ class MockCluster:
         """Hold the responses of the next ``count`` requests of ``api`` for ``delay_ms`` (handled at once,
         answered late: later requests on the same connection queue behind, as on a slow broker)."""
         self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, count, [delay_ms])
+
+    def set_broker_api_versions(self, broker_id: int,
+                                versions: Mapping[int | str, tuple[int, int]] | None) -> None:
+        """Make a broker speak less, as an older broker of a rolling upgrade does: ``versions``
+        maps an API (key or name) to the (min, max) it advertises in ApiVersions; a request of a
+        version outside that range makes it close the connection (Kafka cannot parse it). None
+        gives the broker back every version."""
+        caps = {api_messages.api_key_of(k): (int(lo), int(hi)) for k, (lo, hi) in (versions or {}).items()}
+        with self.state.lock:
+            if caps:
+                self.state.broker_api_caps[broker_id] = caps
+            else:
+                self.state.broker_api_caps.pop(broker_id, None)
 
     def move_leader(self, topic: str, partition: int, to_broker: int) -> None:
         """Make ``to_broker`` the partition's leader (epoch + 1), as a reassignment or a

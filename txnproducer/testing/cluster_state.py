@@ -82,6 +82,8 @@ class ClusterState:
         self.features_epoch = 1
         # (key_type, key) -> broker id, set by MockCluster.move_coordinator
         self.coordinator_overrides: dict[tuple[int, str], int] = {}
+        # broker id -> api key -> (min, max): an older broker of a rolling upgrade speaks less
+        self.broker_api_caps: dict[int, dict[int, tuple[int, int]]] = {}
         self.txn: TransactionCoordinator = None  # type: ignore[assignment]  # set by MockCluster
         self.groups: GroupCoordinator = None  # type: ignore[assignment]  # set by MockCluster
         # free-form per-cluster settings other modules may read (e.g. group timeouts)
@@ -90,6 +92,25 @@ class ClusterState:
         self.closed = False
 
     # ----------------------------------------------------------------- basics
+    def capped_versions(self, broker_id: int,
+                        advertised: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """``advertised`` (api key, min, max) as broker ``broker_id`` reports it: within its caps."""
+        caps = self.broker_api_caps.get(broker_id)
+        if not caps:
+            return advertised
+        out = []
+        for key, lo, hi in advertised:
+            if key in caps:
+                lo, hi = max(lo, caps[key][0]), min(hi, caps[key][1])
+            if lo <= hi:
+                out.append((key, lo, hi))
+        return out
+
+    def speaks(self, broker_id: int, api_key: int, version: int) -> bool:
+        """False when ``broker_id`` was capped below ``version`` of ``api_key``."""
+        cap = self.broker_api_caps.get(broker_id, {}).get(api_key)
+        return cap is None or cap[0] <= version <= cap[1]
+
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 

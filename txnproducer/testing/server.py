@@ -222,6 +222,13 @@ class BrokerServer:
         lo, hi = req_cls.valid_versions
         if not lo <= api_version <= hi:
             return False
+        if api_key != API_VERSIONS and not self.host.state.speaks(self.broker_id, api_key, api_version):
+            # an older broker (MockCluster.set_broker_api_versions) cannot parse the request and
+            # closes the connection, as Kafka does; the log shows what it refused
+            self.host.requests.append(api=api_messages.api_name(api_key), api_key=api_key,
+                                      version=api_version, broker_id=self.broker_id,
+                                      connection_id=conn.id, fields={}, dropped=True)
+            return False
         try:
             _, _, correlation_id, client_id, pos = parse_request_header(
                 frame, req_cls.flexible_version_q(api_version)
@@ -303,7 +310,8 @@ class BrokerServer:
 
         correlation_id = struct.unpack_from(">i", frame, 4)[0]
         api_keys = [
-            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.host.api_versions()
+            {"api_key": k, "min_version": lo, "max_version": hi}
+            for k, lo, hi in self.host.state.capped_versions(self.broker_id, self.host.api_versions())
         ]
         response = api_messages.build(
             ApiVersionsResponse, 0, {"error_code": ec.UNSUPPORTED_VERSION, "api_keys": api_keys}

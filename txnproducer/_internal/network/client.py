@@ -27,7 +27,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.network.api_versions import BrokerFeatures
+from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.selector import QuietMissSelector
 from txnproducer._internal.protocol import error_codes as ec
@@ -198,16 +198,19 @@ class NetworkClient:
             self._on_api_versions_error(errors.BrokerError(
                 f"ApiVersions answered error code {response.error_code}", error_code=response.error_code))
             return
-        versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        tv = 0
-        for feature in getattr(response, "finalized_features", None) or ():
-            if feature.name == "transaction.version":
-                tv = int(feature.max_version_level)
         with self._cond:
-            self._features = BrokerFeatures(transaction_version=tv, api_versions=versions)
+            self._adopt_features(features_from(response))
             self._features_at = time.monotonic()
             self._features_error = None
             self._cond.notify_all()
+
+    def _adopt_features(self, features: BrokerFeatures) -> None:
+        """Keep the cluster's features from the answer with the highest finalized-features epoch
+        (the Java client's ApiVersions rule): a broker that has not caught up with a feature
+        change must not roll the transaction version back (caller holds ``_cond``)."""
+        current = self._features
+        if current is None or features.features_epoch >= current.features_epoch:
+            self._features = features
 
     def _on_api_versions_error(self, exc: BaseException) -> None:
         with self._cond:
@@ -325,11 +328,42 @@ class NetworkClient:
             client_id=config.effective_client_id,
             request_timeout_s=config.request_timeout_ms / 1000,
             setup_timeout_s=config.socket_connection_setup_timeout_ms / 1000,
-            on_close=self._direct_closed)
+            on_close=self._direct_closed, api_versions_request=self._api_versions_request,
+            on_ready=self._direct_ready)
         if conn.closed:  # failed at once (name resolution, refused): backoff already set
             return None
         self._direct[node] = conn
         return conn
+
+    def _api_versions_request(self, version: int) -> Any:
+        return ApiVersionsRequest(
+            version=version, client_software_name="txnproducer",
+            client_software_version=self._config.kafka_client_kwargs()["client_software_version"])
+
+    def _direct_ready(self, conn: DirectConnection, response: Any) -> None:
+        """A connection's ApiVersions answer: what that broker speaks (and, v3+, the cluster's
+        features, kept if they are at least as new as those we have)."""
+        with self._cond:
+            if getattr(response, "finalized_features_epoch", None) is not None:
+                self._adopt_features(features_from(response))
+                self._cond.notify_all()
+
+    def max_version(self, node: Any, api_key: int) -> int | None:
+        """The highest version of ``api_key`` broker ``node`` speaks, from the ApiVersions
+        exchange of our connection to it (None: not connected yet, or it did not say).
+
+        Each request is built for its destination, as in the Java client: during a rolling
+        upgrade brokers of two versions serve the same cluster, and a version only the newer
+        ones know would make the older one close the connection."""
+        if self._direct_io:
+            conn = self._direct.get(node)
+            versions = conn.api_versions if conn is not None else None
+        else:
+            their = self._manager._conns.get(node)
+            data = getattr(their, "broker_version_data", None)
+            versions = getattr(data, "api_versions", None)
+        entry = versions.get(api_key) if versions else None
+        return None if entry is None else int(entry[1])
 
     def _direct_closed(self, conn: DirectConnection, was_ready: bool) -> None:
         """Forget a closed connection and set when ``node`` may be tried again: the Java client's

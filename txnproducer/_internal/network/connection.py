@@ -14,7 +14,9 @@ ours (see :meth:`DirectConnection._deliver`).
 
 What this class adds, with the Java client's ``NetworkClient`` semantics:
 
-- a non-blocking connect bounded by ``socket_connection_setup_timeout_ms``;
+- a non-blocking connect bounded by ``socket_connection_setup_timeout_ms``, then an ApiVersions
+  exchange before the connection counts as ready, so that every request sent on it is built for
+  the versions this broker speaks (brokers of two versions during a rolling upgrade);
 - requests queued while connecting, written in order, at most what the socket takes;
 - every in-flight request's future failed when the connection drops, and the connection closed
   when the oldest request outlives ``request_timeout_ms`` (KafkaConnectionError /
@@ -47,12 +49,16 @@ from txnproducer._internal.protocol.framing import RequestFramer, read_response_
 __all__ = ["DirectConnection"]
 
 _CONNECTING = "connecting"
+_HANDSHAKE = "handshake"  # connected; the ApiVersions answer is awaited
 _READY = "ready"
 _CLOSED = "closed"
 _RECV_SIZE = 65536
 _SIZE = struct.Struct(">i")
 _MAX_FRAME = 100_000_000  # kafka-python's receive_message_max_bytes default
 _IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY})
+_API_VERSIONS_KEY = 18
+_API_VERSIONS_FIRST = 3  # the first version with the broker's features (KIP-584)
+_UNSUPPORTED_VERSION = 35
 
 
 class _Expected(NamedTuple):
@@ -66,9 +72,18 @@ class DirectConnection:
 
     def __init__(self, node_id: Any, host: str, port: int, *, selector: selectors.BaseSelector,
                  client_id: str, request_timeout_s: float, setup_timeout_s: float,
-                 on_close: Callable[[DirectConnection, bool], None] | None = None) -> None:
+                 on_close: Callable[[DirectConnection, bool], None] | None = None,
+                 api_versions_request: Callable[[int], Any] | None = None,
+                 on_ready: Callable[[DirectConnection, Any], None] | None = None) -> None:
+        """``api_versions_request(version)`` builds the ApiVersions request sent first on the
+        connection (None: the connection is ready as soon as it is connected); ``on_ready`` is
+        told the answer."""
         self.node_id = node_id
         self._on_close = on_close  # (connection, was_ready): told before the futures fail
+        self._api_versions_request = api_versions_request
+        self._on_ready = on_ready
+        #: api key -> (min, max) of this broker, from its ApiVersions answer (empty until then)
+        self.api_versions: dict[int, tuple[int, int]] = {}
         self.host = host
         self.port = port
         self._selector = selector
@@ -79,6 +94,8 @@ class DirectConnection:
         self._in_flight: collections.deque[tuple[Future, float, _Expected]] = collections.deque()
         self._rbuf = bytearray()  # the start of a frame not yet complete
         self._out: collections.deque[memoryview] = collections.deque()  # bytes not yet written
+        # requests sent before the connection is ready: written once ApiVersions was answered
+        self._queued: collections.deque[memoryview] = collections.deque()
         self._events = 0  # what the selector watches for us
         self.throttled_until = 0.0
         self.state = _CONNECTING
@@ -130,12 +147,15 @@ class DirectConnection:
                                     _Expected(response_class, correlation_id, flexible)))
         else:
             future.success(None)
-        self._out.append(memoryview(data))
         if self.state == _READY:
+            self._out.append(memoryview(data))
             self._flush(time.monotonic())
+        else:
+            self._queued.append(memoryview(data))
         return future
 
     def _flush(self, now: float) -> None:
+        """Write what the socket takes (during the ApiVersions exchange: only that request)."""
         if self.throttled_until:
             if now < self.throttled_until:
                 self._watch(selectors.EVENT_READ)  # wait for tick() at the throttle's end
@@ -172,7 +192,7 @@ class DirectConnection:
             return
         if events & selectors.EVENT_READ:
             self._read()
-        if events & selectors.EVENT_WRITE and self.state == _READY:
+        if events & selectors.EVENT_WRITE and self.state in (_READY, _HANDSHAKE):
             self._flush(time.monotonic())
 
     def tick(self, now: float) -> None:
@@ -183,7 +203,7 @@ class DirectConnection:
                     f"could not connect to broker {self.node_id} at {self.host}:{self.port} within "
                     "socket_connection_setup_timeout_ms"))
             return
-        if self.state != _READY:
+        if self.state not in (_READY, _HANDSHAKE):
             return
         if self._in_flight and self._in_flight[0][1] <= now:
             self.close(kerrors.RequestTimedOutError(
@@ -336,12 +356,50 @@ class DirectConnection:
         self._connected()
 
     def _connected(self) -> None:
+        if self._api_versions_request is None:
+            self._ready(None)
+            return
+        # ApiVersions first, ahead of anything queued: its answer says what this broker speaks
+        self.state = _HANDSHAKE
+        self._send_api_versions(_API_VERSIONS_FIRST)
+
+    def _send_api_versions(self, version: int) -> None:
+        assert self._api_versions_request is not None
+        request = self._api_versions_request(version)
+        correlation_id = self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        data, response_class, flexible = self._framer.frame(request, correlation_id)
+        future = Future()
+        future.add_callback(self._on_api_versions)
+        future.add_errback(lambda exc: self.close(exc if isinstance(exc, Exception) else None))
+        self._in_flight.appendleft((future, time.monotonic() + self._request_timeout_s,
+                                    _Expected(response_class, correlation_id, flexible)))
+        self._out.append(memoryview(data))
+        self._flush(time.monotonic())
+
+    def _on_api_versions(self, response: Any) -> None:
+        if response.error_code == _UNSUPPORTED_VERSION:
+            # an older broker: ask again with the version its answer names (or v0)
+            supported = [k.max_version for k in response.api_keys or () if k.api_key == _API_VERSIONS_KEY]
+            self._send_api_versions(min(supported[0], _API_VERSIONS_FIRST - 1) if supported else 0)
+            return
+        if response.error_code != 0:
+            self.close(kerrors.KafkaConnectionError(
+                f"broker {self.node_id} answered ApiVersions with error code {response.error_code}"))
+            return
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        self._ready(response)
+
+    def _ready(self, api_versions: Any) -> None:
         self.state = _READY
         self._log.debug("txn.connection_ready", node=self.node_id, host=self.host, port=self.port)
         now = time.monotonic()
         # requests queued while connecting: their timeout starts now, as the Java client's does
         self._in_flight = collections.deque(
             (f, now + self._request_timeout_s, h) for f, _, h in self._in_flight)
+        self._out.extend(self._queued)
+        self._queued.clear()
+        if self._on_ready is not None and api_versions is not None:
+            self._on_ready(self, api_versions)
         self._flush(now)
 
     def _watch(self, events: int) -> None:
@@ -372,6 +430,7 @@ class DirectConnection:
         self.error = error or kerrors.KafkaConnectionError(f"connection to broker {self.node_id} closed")
         self._drop_socket()
         self._out.clear()
+        self._queued.clear()
         pending, self._in_flight = self._in_flight, collections.deque()
         if error is not None:
             self._log.info("txn.connection_lost", node=self.node_id, error=str(error),

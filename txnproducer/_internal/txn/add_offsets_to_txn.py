@@ -47,7 +47,7 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
     def build_request(self) -> Any:
         pid = self._tm.producer_id_and_epoch
         return AddOffsetsToTxnRequest(
-            version=self._tm.version_for(AddOffsetsToTxnRequest),
+            version=self.version(AddOffsetsToTxnRequest),
             transactional_id=self._tm.transactional_id,
             producer_id=pid.producer_id,
             producer_epoch=pid.epoch,

@@ -54,7 +54,7 @@ class AddPartitionsToTxnHandler(TxnRequestHandler):
         topic_cls = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
         pid = self._tm.producer_id_and_epoch
         return AddPartitionsToTxnRequest(
-            version=self._tm.version_for(AddPartitionsToTxnRequest),
+            version=self.version(AddPartitionsToTxnRequest),
             v3_and_below_transactional_id=self._tm.transactional_id,
             v3_and_below_producer_id=pid.producer_id,
             v3_and_below_producer_epoch=pid.epoch,

@@ -30,10 +30,10 @@ from txnproducer._internal.txn.handler import Priority, TxnContext, TxnRequestHa
 from txnproducer._internal.txn.result import TransactionalRequestResult
 
 
-def _end_txn_request(tm: TxnContext, producer_id: int, epoch: int, committed: bool) -> Any:
+def _end_txn_request(tm: TxnContext, version: int, producer_id: int, epoch: int, committed: bool) -> Any:
     """EndTxn for (producer id, epoch): the producer's own transaction or a recorded prepared one."""
     return EndTxnRequest(
-        version=tm.version_for(EndTxnRequest),
+        version=version,
         transactional_id=tm.transactional_id,
         producer_id=producer_id,
         producer_epoch=epoch,
@@ -60,7 +60,8 @@ class EndTxnHandler(TxnRequestHandler):
         self.prepared: tuple[int, int] | None = tm.prepared_identity()
 
     def build_request(self) -> Any:
-        return _end_txn_request(self._tm, self.producer_id, self.producer_epoch, self.committed)
+        return _end_txn_request(self._tm, self.version(EndTxnRequest), self.producer_id, self.producer_epoch,
+                                self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
@@ -154,7 +155,8 @@ class CompletePreparedHandler(TxnRequestHandler):
         self.committed = committed
 
     def build_request(self) -> Any:
-        return _end_txn_request(self._tm, self.producer_id, self.producer_epoch, self.committed)
+        return _end_txn_request(self._tm, self.version(EndTxnRequest), self.producer_id, self.producer_epoch,
+                                self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)

@@ -50,7 +50,7 @@ class FindCoordinatorHandler(TxnRequestHandler):
         return self.key
 
     def build_request(self) -> Any:
-        version = self._tm.version_for(FindCoordinatorRequest)
+        version = self.version(FindCoordinatorRequest)
         key_type = 1 if self.key_type == "transaction" else 0
         if version >= 4:
             return FindCoordinatorRequest(version=version, key_type=key_type, coordinator_keys=[self.key])

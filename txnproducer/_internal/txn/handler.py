@@ -128,6 +128,8 @@ class TxnRequestHandler:
         # monotonic seconds before which the Sender must not send this handler (retry backoff)
         self.not_before = 0.0
         self.retry_backoff_ms = 0
+        # the destination broker's highest version of this request, when lower than the cluster's
+        self.version_cap: int | None = None
         self._request: Any = None
 
     # --- what the Sender reads ---------------------------------------------------------------
@@ -148,9 +150,28 @@ class TxnRequestHandler:
             self.prepare()
         return self._request
 
-    def prepare(self) -> None:
-        """(Re)build the request for the current transaction version and broker versions."""
+    def prepare(self, version_cap: int | None = None) -> None:
+        """(Re)build the request for the current transaction version and broker versions;
+        ``version_cap`` is the destination broker's highest version (an older broker during a
+        rolling upgrade), below which it is built. Raises UnsupportedVersionError when that broker
+        does not speak the request at all."""
+        self.version_cap = version_cap
         self._request = self.build_request()
+
+    def version(self, request_cls: Any) -> int:
+        """The version to build ``request_cls`` with: the manager's choice for the transaction
+        version and the cluster, capped by the destination broker's own maximum."""
+        chosen = self._tm.version_for(request_cls)
+        cap = self.version_cap
+        if cap is None or cap >= chosen:
+            return chosen
+        if cap < int(request_cls.min_version):
+            raise errors.UnsupportedVersionError(
+                f"the broker speaks {self.api_name} only up to v{cap}, older than this client's"
+                f" v{request_cls.min_version}: upgrade the broker",
+                error_code=UNSUPPORTED_VERSION,
+            )
+        return cap
 
     def build_request(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError

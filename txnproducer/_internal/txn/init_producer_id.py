@@ -66,6 +66,8 @@ class InitProducerIdHandler(TxnRequestHandler):
             # KIP-939: Enable2Pc/KeepPreparedTxn exist only in v6, which brokers advertise only with
             # transaction.two.phase.commit.enable; silently dropping them would lose the semantics
             broker_max = tm.broker_max_version(InitProducerIdRequest.API_KEY)
+            if self.version_cap is not None:
+                broker_max = self.version_cap if broker_max is None else min(broker_max, self.version_cap)
             if broker_max is not None and broker_max < 6:
                 raise errors.UnsupportedVersionError(
                     f"enable_2pc needs InitProducerId v6 (KIP-939) but the broker supports only up to"
@@ -84,16 +86,16 @@ class InitProducerIdHandler(TxnRequestHandler):
                 keep_prepared_txn=self.keep_prepared_txn,
             )
         return InitProducerIdRequest(
-            version=tm.version_for(InitProducerIdRequest),
+            version=self.version(InitProducerIdRequest),
             transactional_id=tm.transactional_id,
             transaction_timeout_ms=tm.transaction_timeout_ms,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
         )
 
-    def prepare(self) -> None:
+    def prepare(self, version_cap: int | None = None) -> None:
         try:
-            super().prepare()
+            super().prepare(version_cap)
         except errors.UnsupportedVersionError as exc:
             self._request = None
             self.fatal_error(exc)

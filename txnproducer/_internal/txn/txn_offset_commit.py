@@ -82,7 +82,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
             )
         pid = self._tm.producer_id_and_epoch
         return TxnOffsetCommitRequest(
-            version=self._tm.version_for(TxnOffsetCommitRequest),
+            version=self.version(TxnOffsetCommitRequest),
             transactional_id=self._tm.transactional_id,
             group_id=self.group_id,
             producer_id=pid.producer_id,

@@ -47,8 +47,8 @@ def _answer(state: ClusterState, ctx: RequestContext, advertised: AdvertisedVers
     values: dict[str, Any] = {
         "error_code": ec.NONE,
         "api_keys": [
-            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in advertised(
-                tv, bool(state.settings.get("enable_2pc", False)))
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in state.capped_versions(
+                ctx.broker_id, advertised(tv, bool(state.settings.get("enable_2pc", False))))
         ],
         "throttle_time_ms": 0,
     }
