@@ -45,10 +45,14 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.prepared", "txnproducer._internal.protocol",
         "txnproducer._internal.metrics", "txnproducer._internal.log",
     )),
+    ("txnproducer._internal.overdue", (
+        "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.protocol",
+        "txnproducer._internal.log",
+    )),
     ("txnproducer._internal.sender", (
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
-        "txnproducer._internal.log", "txnproducer._internal.metrics",
+        "txnproducer._internal.log", "txnproducer._internal.metrics", "txnproducer._internal.overdue",
     )),
     ("txnproducer.producer", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal",

@@ -32,6 +32,7 @@ from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.overdue import OverdueWatch
 from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.error_codes import (
     DUPLICATE_SEQUENCE_NUMBER,
@@ -122,6 +123,8 @@ class Sender(threading.Thread):
         # what ended the loop; a plain attribute, as send() reads it on every record
         self.crashed: BaseException | None = None
         self._idle_poll_s = config.retry_backoff_ms / 1000
+        # leaves a broker that stops answering once the cluster has moved on from it
+        self._overdue = OverdueWatch(network, accumulator, transaction_manager, self._log)
         self._max_poll_s = min(config.request_timeout_ms, 1000) / 1000
 
     def _event(self, level: str, event: str, **fields: Any) -> None:
@@ -225,12 +228,17 @@ class Sender(threading.Thread):
             self._acc.abort_undrained(tm.last_error or errors.TransactionAbortedError(
                 "the transaction is aborting; record not sent"))
         if self._maybe_send_transactional_request():
+            if tm.has_in_flight_request():
+                self._overdue.check(time.monotonic())
             return
         if not tm.has_producer_id():
             net.poll(self._idle_poll_s)
             return
         now = time.monotonic()
         delay = self._send_produce_data(now)
+        watching = self._overdue.check(now)
+        if watching is not None:
+            delay = min(delay, watching)
         expiry = self._acc.next_expiry_delay(now)
         if expiry is not None:
             delay = min(delay, expiry)
@@ -316,6 +324,7 @@ class Sender(threading.Thread):
                 return True
         future = net.send(node, handler.request)
         tm.in_flight_started(handler)
+        self._overdue.coordinator_request_sent(handler, node, time.monotonic())
         self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
         future.add_callback(handler.handle_response)
         future.add_errback(handler.fail)
@@ -363,6 +372,7 @@ class Sender(threading.Thread):
         size = 0
         for batch in batches:
             by_topic[batch.tp.topic].append((batch.tp.partition, batch.buffer))
+            batch.sent_to = node
             records += batch.record_count
             size += batch.size
         names_by_id: dict[Any, str] = {}

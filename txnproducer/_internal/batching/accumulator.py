@@ -298,6 +298,12 @@ class RecordAccumulator:
 
     # -- sender side -----------------------------------------------------------------------
 
+    def in_flight_since(self, before: float) -> list[ProducerBatch]:
+        """Batches sent before ``before`` (monotonic seconds) and still unanswered."""
+        with self._mutex:
+            return [b for batches in self._outstanding.values() for b in batches
+                    if b.in_flight and b.drained_at < before]
+
     def outstanding(self, tp: TopicPartition) -> list[ProducerBatch]:
         """``tp``'s batches that have a sequence and are not final, in sequence order (a copy)."""
         with self._mutex:

@@ -151,8 +151,8 @@ class ProducerBatch:
         "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
         "created", "done_event", "drained_at", "exception", "final_state", "full", "in_flight",
         "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
-        "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sequence_reset",
-        "split_into", "tp",
+        "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sent_to",
+        "sequence_reset", "split_into", "tp",
     )
 
     def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
@@ -165,6 +165,7 @@ class ProducerBatch:
         self.attempts = 0
         self.retry_at = 0.0
         self.drained_at = 0.0
+        self.sent_to: int | None = None  # the broker its last request went to
         self.in_flight = False
         self.full = False
         self.reserved = 0

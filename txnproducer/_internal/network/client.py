@@ -27,6 +27,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.selector import QuietMissSelector
@@ -72,6 +73,7 @@ class NetworkClient:
         self._bootstrap_started = False
         self._api_versions_version = _API_VERSIONS_VERSION
         self._closed = False
+        self._log = get_logger("txnproducer.network")
         self.cluster.add_listener(self._on_metadata)
 
     # -- any thread ----------------------------------------------------------------------------
@@ -282,6 +284,35 @@ class NetworkClient:
         changed = bool(self.cluster.update_partition_leader(tp, leader_id, leader_epoch))
         self.request_metadata_update()
         return changed
+
+    def abandon(self, node: Any, reason: str) -> None:
+        """Close our connections to ``node``: every request waiting on it fails now (retriable), as
+        if ``request_timeout_ms`` had passed. For a broker the cluster has moved away from while it
+        does not answer (a grey failure); its requests are then sent again where they now belong."""
+        error = kerrors.KafkaConnectionError(reason)
+        conn = self._direct.get(node)
+        if conn is not None:
+            conn.close(error)
+        theirs = self._manager._conns.get(node)
+        if theirs is not None:
+            with contextlib.suppress(Exception):  # closing must not raise; the socket goes either way
+                theirs.close(error)
+        self._log.info("txn.broker_abandoned", node=node, reason=reason)
+
+    def refresh_metadata_avoiding(self, suspects: set[Any]) -> bool:
+        """Ask a broker other than ``suspects`` for metadata now and apply the answer; kafka-python's
+        own refresh goes to its least loaded node, which may be the broker that stopped answering
+        (then the refresh waits ``request_timeout_ms``). False when no other broker is known."""
+        candidates = [b.node_id for b in self.cluster.brokers() if b.node_id not in suspects]
+        if not candidates:
+            return False
+        ready = [n for n in candidates if self.is_ready(n)]
+        node = random.choice(ready or candidates)
+        future = self.send(node, self.cluster.metadata_request(), direct=False)
+        future.add_callback(self.cluster.update_metadata)
+        future.add_errback(lambda exc: self._log.debug("txn.metadata_refresh_failed", node=node,
+                                                       error=repr(exc)))
+        return True
 
     def least_loaded_node(self) -> Any:
         return self._client.least_loaded_node()

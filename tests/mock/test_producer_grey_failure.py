@@ -1,0 +1,87 @@
+"""Grey failures: a broker that keeps its connections open but stops answering (SIGSTOP, a hung disk).
+
+The cluster fences such a broker (after broker.session.timeout.ms) and moves its partitions and
+coordinators to others; until its request times out (request_timeout_ms, 30 s by default) a client
+that only waits learns nothing. What a user relies on: once the cluster has moved on, so does the
+producer - within a couple of seconds, not request_timeout_ms - and nothing is lost or written
+twice, whether or not the frozen broker had appended what it never answered. Here a black hole
+(nothing answered, nothing appended) or held answers (appended, answer held back) stand in for
+the frozen broker, and ``move_leader`` / ``move_coordinator`` for the controller's decision.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests._support.producers import ProducerFactory, committed_values
+from txnproducer.testing import MockCluster
+
+TVS = pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True, ids=["tv1", "tv2"])
+# well below the default request_timeout_ms (30 s): recovery must not wait for it
+RECOVERY_BOUND_S = 8.0
+
+
+@pytest.fixture
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-grey", request_timeout_ms=30_000,
+                              delivery_timeout_ms=120_000, max_block_ms=30_000)
+    yield factory
+    mock_cluster.black_hole(None, enabled=False)
+    mock_cluster.clear_faults()
+    factory.close_all(1)
+
+
+def _other(cluster: MockCluster, *not_these: int) -> int:
+    return next(b for b in cluster.broker_ids if b not in not_these)
+
+
+@TVS
+@pytest.mark.parametrize("frozen", ["nothing_appended", "appended_not_answered"])
+def test_a_frozen_leader_is_left_once_the_cluster_moves_its_partition(
+        mock_cluster: MockCluster, make_producer: Any, frozen: str) -> None:
+    txn_id = f"tx-grey-leader-{frozen}"
+    mock_cluster.create_topic("t", partitions=1)
+    leader = mock_cluster.leader_of("t", 0)
+    mock_cluster.move_coordinator(txn_id, _other(mock_cluster, leader))
+    producer = make_producer(txn_id)
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("t", b"before", partition=0)
+    producer.begin_transaction()
+    if frozen == "nothing_appended":
+        mock_cluster.black_hole(leader)
+    else:
+        mock_cluster.delay_responses("Produce", 60_000, broker_id=leader)
+    futures = [producer.send("t", b"during-%d" % i, partition=0) for i in range(3)]
+    new_leader = _other(mock_cluster, leader)
+    mock_cluster.move_leader("t", 0, new_leader)  # the controller fenced the frozen broker
+    started = time.monotonic()
+    producer.commit_transaction(RECOVERY_BOUND_S)
+    assert time.monotonic() - started < RECOVERY_BOUND_S
+    assert [f.get(1).partition for f in futures] == [0, 0, 0]
+    # exactly once: what the frozen broker appended was recognised as a duplicate, not rewritten
+    assert committed_values(mock_cluster, "t", 0) == [b"before", b"during-0", b"during-1", b"during-2"]
+
+
+@TVS
+def test_a_frozen_coordinator_is_left_once_the_cluster_moves_the_transaction(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    txn_id = "tx-grey-coordinator"
+    mock_cluster.create_topic("t", partitions=1)
+    leader = mock_cluster.leader_of("t", 0)
+    coordinator = _other(mock_cluster, leader)
+    mock_cluster.move_coordinator(txn_id, coordinator)
+    producer = make_producer(txn_id)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("t", b"x", partition=0).get(5)
+    mock_cluster.black_hole(coordinator)
+    mock_cluster.move_coordinator(txn_id, _other(mock_cluster, coordinator))
+    started = time.monotonic()
+    producer.commit_transaction(RECOVERY_BOUND_S)
+    assert time.monotonic() - started < RECOVERY_BOUND_S
+    assert committed_values(mock_cluster, "t", 0) == [b"x"]
