@@ -93,6 +93,20 @@ def test_a_failed_authentication_is_answered_then_the_connection_closed(
         assert client.is_closed_by_peer(timeout=5)
 
 
+def test_a_failed_authentication_is_answered_after_kafkas_delay() -> None:
+    # connection.failed.authentication.delay.ms (KIP-306): the answer and the close are held back
+    with MockCluster(num_brokers=1, sasl_mechanisms=["PLAIN"], users=USERS,
+                     failed_authentication_delay_ms=300) as cluster, connect(cluster) as client:
+        assert client.send(SaslHandshakeRequest[1](mechanism="PLAIN")).error_code == 0
+        started = time.monotonic()
+        answer = client.send(SaslAuthenticateRequest[2](auth_bytes=plain_token("alice", "wrong")))
+        assert answer.error_code == ec.SASL_AUTHENTICATION_FAILED
+        assert time.monotonic() - started >= 0.3
+        assert client.is_closed_by_peer(timeout=5)
+    with pytest.raises(ValueError, match="failed_authentication_delay_ms"):
+        MockCluster(failed_authentication_delay_ms=-1)
+
+
 def test_an_expired_oauth_token_says_so(cluster: MockCluster) -> None:
     with connect(cluster) as client:
         challenge = client.send(SaslHandshakeRequest[1](mechanism="OAUTHBEARER"))

@@ -41,7 +41,7 @@ from .group_coordinator import GroupCoordinator
 from .request_log import RequestLog, RequestLogEntry
 from .security.acl import Acl, Authorizer
 from .security.listener import ListenerSecurity
-from .security.sasl import OAuthToken
+from .security.sasl import OAuthToken, SaslSettings
 from .security.tls import DEFAULT_HOSTNAMES, TlsMaterial
 from .server import BrokerServer
 from .txn_coordinator import TransactionCoordinator
@@ -76,7 +76,9 @@ class MockCluster:
       authenticate before any request but ApiVersions. ``users`` maps user names to passwords (PLAIN and
       SCRAM); ``oauth_tokens`` maps OAUTHBEARER tokens to an :class:`OAuthToken` (or just the principal's
       name). ``sasl_session_lifetime_ms`` is Kafka's ``connections.max.reauth.ms`` (KIP-368: clients must
-      re-authenticate within it; 0, the default: sessions do not expire).
+      re-authenticate within it; 0, the default: sessions do not expire). ``failed_authentication_delay_ms``
+      is Kafka's ``connection.failed.authentication.delay.ms`` (default 100, as Kafka's): a failed
+      authentication is answered, and its connection closed, that much later.
     - ``acls``: a list of :class:`Acl` (or tuples of its fields) turns the authorizer on: from then on a
       request is allowed only as an ACL allows it (``add_acl`` / ``remove_acl`` change them at run time).
       ``super_users`` may do everything; ``allow_everyone_if_no_acl_found`` is Kafka's option of that name.
@@ -107,6 +109,7 @@ class MockCluster:
         users: Mapping[str, str] | None = None,
         oauth_tokens: Mapping[str, OAuthToken | str] | None = None,
         sasl_session_lifetime_ms: int = 0,
+        failed_authentication_delay_ms: int = 100,
         acls: Iterable[Acl | tuple[str, ...]] | None = None,
         super_users: Iterable[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
@@ -118,11 +121,16 @@ class MockCluster:
         if acls is None and (super_users or allow_everyone_if_no_acl_found):
             raise ValueError(
                 "super_users and allow_everyone_if_no_acl_found need acls=[...] (the authorizer)")
+        if not tls and (tls_client_auth != "none" or tuple(tls_hostnames) != DEFAULT_HOSTNAMES):
+            raise ValueError("tls_client_auth and tls_hostnames need tls=True")
+        if not sasl_mechanisms and (users or oauth_tokens or sasl_session_lifetime_ms):
+            raise ValueError("users, oauth_tokens and sasl_session_lifetime_ms need sasl_mechanisms")
+        sasl = None
+        if sasl_mechanisms:
+            sasl = SaslSettings(sasl_mechanisms, users, oauth_tokens, sasl_session_lifetime_ms)
         self.listener = ListenerSecurity(
-            tls=tls, tls_client_auth=tls_client_auth, tls_hostnames=tls_hostnames,
-            sasl_mechanisms=sasl_mechanisms, users=users, oauth_tokens=oauth_tokens,
-            sasl_session_lifetime_ms=sasl_session_lifetime_ms,
-        )
+            tls=TlsMaterial(tls_hostnames, tls_client_auth) if tls else None, sasl=sasl,
+            failed_authentication_delay_ms=failed_authentication_delay_ms)
         self.authorizer: Authorizer | None = None
         if acls is not None:
             self.authorizer = Authorizer(

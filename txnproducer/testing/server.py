@@ -15,7 +15,8 @@ the connection thread runs the TLS handshake first (a failed handshake closes th
 as ``mock.tls_handshake_failed``); every request is first admitted by the connection's ``ConnectionAuth``
 (on a SASL listener: nothing but ApiVersions and SaslHandshake before authentication - anything else closes
 the connection unanswered, or is answered ILLEGAL_SASL_STATE and closed in the middle of an exchange), and
-a SASL answer that ends the connection (a failed authentication) is written before the connection closes.
+a SASL answer that ends the connection (a failed authentication) is written before the connection closes,
+both held back by ``failed_authentication_delay_ms`` as Kafka holds them back.
 Handlers see the connection's principal and the cluster's authorizer in their ``RequestContext``. Without
 TLS and SASL the socket, the framing and every answer are the plaintext ones, unchanged.
 """
@@ -253,6 +254,7 @@ class BrokerServer:
         api_key, api_version = struct.unpack_from(">hh", frame, 0)
         verdict = conn.auth.admit(api_key, self.host.state.now_ms())
         if verdict is Verdict.CLOSE:  # Kafka closes the connection without an answer
+            self._delay_if_failed(conn)
             self.host.requests.append(
                 api=api_messages.api_name(api_key), api_key=api_key, version=api_version,
                 broker_id=self.broker_id, connection_id=conn.id, fields={}, dropped=True,
@@ -345,6 +347,7 @@ class BrokerServer:
             _log.exception("mock.encode_failed", broker_id=self.broker_id, api=log_args["api"])
             self.host.requests.append(dropped=True, **log_args)
             return False
+        self._delay_if_failed(conn)
         # logged before the write: a client holding a response always finds its entry in the log
         self.host.requests.append(error_codes=response_error_codes(response), injected=injected, **log_args)
         try:
@@ -356,6 +359,7 @@ class BrokerServer:
     def _unframed_token(self, conn: _Connection, token: bytes) -> bool:
         """A bare SASL token after SaslHandshake v0: answer the bare challenge; False (close) on failure."""
         challenge = conn.auth.authenticate_unframed(token, self.host.state.now_ms())
+        self._delay_if_failed(conn)
         self.host.requests.append(api="SaslBytes", api_key=-1, version=0, broker_id=self.broker_id,
                                   connection_id=conn.id, fields={}, dropped=challenge is None,
                                   principal=conn.auth.principal)
@@ -366,6 +370,11 @@ class BrokerServer:
         except OSError:
             return False
         return True
+
+    def _delay_if_failed(self, conn: _Connection) -> None:
+        """Kafka holds a failed authentication's answer and close back (KIP-306); a stop ends the wait."""
+        if conn.auth.failed:
+            self._stopping.wait(self.host.listener.failed_authentication_delay_ms / 1000.0)
 
     def _unsupported_api_versions(self, conn: _Connection, frame: memoryview) -> bool:
         """Kafka's answer to an unknown ApiVersions version: v0, UNSUPPORTED_VERSION, the API list."""

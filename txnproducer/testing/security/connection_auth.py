@@ -12,7 +12,9 @@ What Kafka does and this follows (``SaslServerAuthenticator``, ``KafkaChannel``,
 - after the handshake, a request other than SaslAuthenticate is answered ILLEGAL_SASL_STATE and the
   connection is closed;
 - an unknown mechanism is answered UNSUPPORTED_SASL_MECHANISM with the enabled ones, then closed; a failed
-  authentication SASL_AUTHENTICATION_FAILED with the mechanism's message, then closed;
+  authentication SASL_AUTHENTICATION_FAILED with the mechanism's message, then closed. Each of these is an
+  authentication failure (:attr:`ConnectionAuth.failed`): Kafka holds the answer and the close back by
+  ``connection.failed.authentication.delay.ms`` (KIP-306), and so does the server here;
 - SaslHandshake v0 switches to unframed tokens (each frame is a bare SASL token, each answer a bare
   challenge; a failure closes the connection without an answer);
 - KIP-368: a successful SaslAuthenticate (v1+) carries the session lifetime - the configured
@@ -104,6 +106,11 @@ class ConnectionAuth:
     def session_expiry_ms(self) -> int | None:
         return self._expiry_ms
 
+    @property
+    def failed(self) -> bool:
+        """True once the connection failed to authenticate: its last answer (if any) and the close remain."""
+        return self._state is _State.FAILED
+
     def admit(self, api_key: int, now_ms: int) -> Verdict:
         """Whether a request of ``api_key`` may be handled now."""
         state = self._state
@@ -112,11 +119,14 @@ class ConnectionAuth:
                 self._log.info("mock.sasl_session_expired", principal=self.principal, api_key=api_key)
                 return Verdict.CLOSE
             return Verdict.PASS
-        if state is _State.HANDSHAKE:
-            return Verdict.PASS if api_key in (API_VERSIONS, SASL_HANDSHAKE) else Verdict.CLOSE
-        if state is _State.AUTHENTICATE:
-            return Verdict.PASS if api_key == SASL_AUTHENTICATE else Verdict.REFUSE
-        return Verdict.CLOSE
+        if state is _State.HANDSHAKE and api_key in (API_VERSIONS, SASL_HANDSHAKE):
+            return Verdict.PASS
+        if state is _State.AUTHENTICATE and api_key == SASL_AUTHENTICATE:
+            return Verdict.PASS
+        if state is not _State.FAILED:
+            mechanism = "" if self._attempt is None else self._attempt.mechanism
+            self._failed(mechanism, f"unexpected request (api key {api_key}) in SASL state {state.value}")
+        return Verdict.REFUSE if state is _State.AUTHENTICATE else Verdict.CLOSE
 
     def handshake(self, mechanism: str, version: int) -> tuple[int, list[str]]:
         """SaslHandshake: (error code, the enabled mechanisms to list)."""

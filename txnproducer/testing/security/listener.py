@@ -1,22 +1,20 @@
 """How a MockCluster's brokers accept connections: the security protocol of their one listener.
 
-Why one object: the options of ``MockCluster(tls=..., sasl_mechanisms=..., users=..., ...)`` decide together
-which of Kafka's four security protocols the brokers speak - PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL -
-and the server needs one thing to ask for each new connection: :meth:`ListenerSecurity.wrap` (the socket it
-will use), then :meth:`ListenerSecurity.handshake` (the TLS handshake if any, and the connection's
-:class:`ConnectionAuth`). Options that only make sense together are
-checked here, once, with a message naming the option.
+Why one object: the TLS material (``tls.py``) and the SASL settings (``sasl.py``) that ``MockCluster`` builds
+from its options decide together which of Kafka's four security protocols the brokers speak - PLAINTEXT,
+SSL, SASL_PLAINTEXT, SASL_SSL - and the server needs one thing to ask for each new connection:
+:meth:`ListenerSecurity.wrap` (the socket it will use), then :meth:`ListenerSecurity.handshake` (the TLS
+handshake if any, and the connection's :class:`ConnectionAuth`).
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Mapping, Sequence
 
 from .connection_auth import ConnectionAuth
-from .sasl import OAUTHBEARER, OAuthToken, SaslSettings
-from .tls import DEFAULT_HOSTNAMES, TlsMaterial, certificate_principal
+from .sasl import SaslSettings
+from .tls import TlsMaterial, certificate_principal
 
 __all__ = ["ListenerSecurity"]
 
@@ -24,29 +22,15 @@ __all__ = ["ListenerSecurity"]
 class ListenerSecurity:
     """TLS material and SASL settings of the brokers' listener (both optional: PLAINTEXT by default)."""
 
-    def __init__(
-        self,
-        *,
-        tls: bool = False,
-        tls_client_auth: str = "none",
-        tls_hostnames: Sequence[str] = DEFAULT_HOSTNAMES,
-        sasl_mechanisms: Sequence[str] = (),
-        users: Mapping[str, str] | None = None,
-        oauth_tokens: Mapping[str, OAuthToken | str] | None = None,
-        sasl_session_lifetime_ms: int = 0,
-    ) -> None:
-        if not tls and (tls_client_auth != "none" or tuple(tls_hostnames) != DEFAULT_HOSTNAMES):
-            raise ValueError("tls_client_auth and tls_hostnames need tls=True")
-        mechanisms = tuple(sasl_mechanisms)
-        if not mechanisms and (users or oauth_tokens or sasl_session_lifetime_ms):
-            raise ValueError("users, oauth_tokens and sasl_session_lifetime_ms need sasl_mechanisms")
-        if oauth_tokens and OAUTHBEARER not in mechanisms:
-            raise ValueError("oauth_tokens need 'OAUTHBEARER' in sasl_mechanisms")
-        tokens = {t: OAuthToken(v) if isinstance(v, str) else v for t, v in (oauth_tokens or {}).items()}
-        self.sasl = None
-        if mechanisms:
-            self.sasl = SaslSettings(mechanisms, users or {}, tokens, sasl_session_lifetime_ms)
-        self.tls = TlsMaterial(tls_hostnames, tls_client_auth) if tls else None
+    def __init__(self, tls: TlsMaterial | None = None, sasl: SaslSettings | None = None,
+                 failed_authentication_delay_ms: int = 100) -> None:
+        if failed_authentication_delay_ms < 0:
+            raise ValueError("failed_authentication_delay_ms must be >= 0")
+        self.tls = tls
+        self.sasl = sasl
+        #: Kafka's connection.failed.authentication.delay.ms: how long a failed SASL authentication's answer
+        #: (and the close after it) is held back
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
 
     @property
     def security_protocol(self) -> str:

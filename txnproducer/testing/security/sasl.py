@@ -26,7 +26,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -234,20 +234,25 @@ class SaslSettings:
 
     def __init__(
         self,
-        mechanisms: tuple[str, ...],
-        users: Mapping[str, str],
-        oauth_tokens: Mapping[str, OAuthToken],
-        session_lifetime_ms: int,
+        mechanisms: Sequence[str],
+        users: Mapping[str, str] | None = None,
+        oauth_tokens: Mapping[str, OAuthToken | str] | None = None,
+        session_lifetime_ms: int = 0,
     ) -> None:
+        mechanisms = tuple(mechanisms)
         unknown = [m for m in mechanisms if m not in MECHANISMS]
-        if unknown:
+        if unknown or not mechanisms:
             raise ValueError(f"unknown SASL mechanism(s) {unknown}; choose from {list(MECHANISMS)}")
+        if oauth_tokens and OAUTHBEARER not in mechanisms:
+            raise ValueError("oauth_tokens need 'OAUTHBEARER' in sasl_mechanisms")
         if session_lifetime_ms < 0:
             raise ValueError("sasl_session_lifetime_ms must be >= 0 (0: sessions never expire)")
         self.mechanisms = mechanisms
         self.session_lifetime_ms = session_lifetime_ms
-        self._users = dict(users)
-        self._tokens = dict(oauth_tokens)
+        self._users = dict(users or {})
+        # a token given as just the principal's name never expires and needs no extension
+        tokens = oauth_tokens or {}
+        self._tokens = {t: OAuthToken(v) if isinstance(v, str) else v for t, v in tokens.items()}
         self._scram: dict[str, dict[str, ScramCredential]] = {
             m: {user: ScramCredential.from_password(m, password) for user, password in self._users.items()}
             for m in mechanisms if m in SCRAM_MECHANISMS
