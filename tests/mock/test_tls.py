@@ -10,6 +10,7 @@ import socket
 import ssl
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer
@@ -121,7 +122,7 @@ def test_requested_client_auth_takes_a_certificate_when_offered() -> None:
     assert principals == ["User:bob", "User:ANONYMOUS"]
 
 
-def test_kafka_python_connects_with_the_ca_and_fails_with_another(tls_cluster: MockCluster) -> None:
+def test_kafka_python_connects_with_the_ca(tls_cluster: MockCluster) -> None:
     tls_cluster.create_topic("tls-topic", 1)
     consumer = KafkaConsumer(bootstrap_servers=tls_cluster.bootstrap_servers, security_protocol="SSL",
                              ssl_cafile=tls_cluster.ca_file, request_timeout_ms=5000)
@@ -129,9 +130,21 @@ def test_kafka_python_connects_with_the_ca_and_fails_with_another(tls_cluster: M
         assert consumer.partitions_for_topic("tls-topic") == {0}
     finally:
         consumer.close()
-    with trustme.CA().cert_pem.tempfile() as cafile, pytest.raises(KafkaError):
-        KafkaConsumer(bootstrap_servers=tls_cluster.bootstrap_servers, security_protocol="SSL",
-                      ssl_cafile=cafile, api_version_auto_timeout_ms=1000, request_timeout_ms=1000)
+
+
+@pytest.mark.parametrize("failure", ["another CA", "another host", "no client certificate"])
+def test_kafka_python_fails_the_classic_tls_failures(failure: str) -> None:
+    options: dict[str, Any] = {
+        "another host": {"tls_hostnames": ("example.invalid",)},
+        "no client certificate": {"tls_client_auth": "required"},
+    }.get(failure, {})
+    with MockCluster(num_brokers=1, tls=True, **options) as cluster, \
+            trustme.CA().cert_pem.tempfile() as other:
+        cafile = other if failure == "another CA" else cluster.ca_file
+        # kafka-python retries the bootstrap until api_version_auto_timeout_ms, then gives up
+        with pytest.raises(KafkaError):
+            KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, security_protocol="SSL",
+                          ssl_cafile=cafile, api_version_auto_timeout_ms=1000, request_timeout_ms=1000)
 
 
 def test_certificate_files_are_removed_on_close() -> None:

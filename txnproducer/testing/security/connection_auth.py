@@ -103,10 +103,6 @@ class ConnectionAuth:
         return self._state is _State.UNFRAMED
 
     @property
-    def session_expiry_ms(self) -> int | None:
-        return self._expiry_ms
-
-    @property
     def failed(self) -> bool:
         """True once the connection failed to authenticate: its last answer (if any) and the close remain."""
         return self._state is _State.FAILED

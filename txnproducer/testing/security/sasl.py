@@ -242,7 +242,8 @@ class SaslSettings:
         mechanisms = tuple(mechanisms)
         unknown = [m for m in mechanisms if m not in MECHANISMS]
         if unknown or not mechanisms:
-            raise ValueError(f"unknown SASL mechanism(s) {unknown}; choose from {list(MECHANISMS)}")
+            what = f"unknown SASL mechanism(s) {unknown}" if unknown else "no SASL mechanism"
+            raise ValueError(f"{what}; choose from {list(MECHANISMS)}")
         if oauth_tokens and OAUTHBEARER not in mechanisms:
             raise ValueError("oauth_tokens need 'OAUTHBEARER' in sasl_mechanisms")
         if session_lifetime_ms < 0:
