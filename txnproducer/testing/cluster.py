@@ -13,13 +13,23 @@ Typical use::
         cluster.inject_error("EndTxn", errors.COORDINATOR_LOAD_IN_PROGRESS, count=2)
         ...
         cluster.wait_for_request(lambda e: e.api == "EndTxn" and not e.error_codes)
+
+Security (``security/``), all off by default: ``tls=True`` makes every broker listen with TLS (certificates
+from a throw-away CA: trust ``cluster.ca_file``); ``sasl_mechanisms`` makes clients authenticate
+(SASL_PLAINTEXT, or SASL_SSL with TLS); ``acls`` turns on an authorizer that every request is checked
+against, as Kafka's brokers check them. ``cluster.security_protocol`` is what a client sets as
+``security.protocol``::
+
+    with MockCluster(tls=True, sasl_mechanisms=["SCRAM-SHA-512"], users={"alice": "alice-secret"},
+                     acls=[Acl("User:alice", "topic", "orders", "Write")]) as cluster:
+        ...
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from txnproducer._internal.log import get_logger
@@ -29,6 +39,10 @@ from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
 from .request_log import RequestLog, RequestLogEntry
+from .security.acl import Acl, Authorizer
+from .security.listener import ListenerSecurity
+from .security.sasl import OAuthToken, SaslSettings
+from .security.tls import DEFAULT_HOSTNAMES, TlsMaterial
 from .server import BrokerServer
 from .txn_coordinator import TransactionCoordinator
 from .txn_metadata import COMPLETE_STATES, MAX_EPOCH, NO_PRODUCER_EPOCH
@@ -50,6 +64,25 @@ class MockCluster:
     default, like Kafka 4.1) v6 is not advertised and ``enable_2pc`` is refused.
     ``group_*`` override the group coordinator's settings (Kafka's ``group.initial.rebalance.delay.ms``,
     ``group.min/max.session.timeout.ms``; the mock defaults are 0, 1 and 1800000 for fast tests).
+
+    Security (everything off by default: a PLAINTEXT listener that allows every request):
+
+    - ``tls``: every broker listens with TLS 1.2+; its certificate, from a CA generated for this cluster
+      (``ca_file``), is valid for ``tls_hostnames`` (default 127.0.0.1 and localhost: name another host to
+      reproduce a hostname mismatch). ``tls_client_auth`` is Kafka's ``ssl.client.auth`` ("none",
+      "requested", "required"); ``client_certificate(name)`` issues a client certificate whose principal is
+      ``User:<name>``. Needs the ``trustme`` package (``pip install 'txnproducer[testing]'``).
+    - ``sasl_mechanisms``: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; clients must
+      authenticate before any request but ApiVersions. ``users`` maps user names to passwords (PLAIN and
+      SCRAM); ``oauth_tokens`` maps OAUTHBEARER tokens to an :class:`OAuthToken` (or just the principal's
+      name). ``sasl_session_lifetime_ms`` is Kafka's ``connections.max.reauth.ms`` (KIP-368: clients must
+      re-authenticate within it; 0, the default: sessions do not expire). ``failed_authentication_delay_ms``
+      is Kafka's ``connection.failed.authentication.delay.ms`` (default 100, as Kafka's): a failed
+      authentication is answered, and its connection closed, that much later.
+    - ``acls``: a list of :class:`Acl` (or tuples of its fields) turns the authorizer on: from then on a
+      request is allowed only as an ACL allows it (``add_acl`` / ``remove_acl`` change them at run time).
+      ``super_users`` may do everything; ``allow_everyone_if_no_acl_found`` is Kafka's option of that name.
+      A connection that did not authenticate is ``User:ANONYMOUS``.
     """
 
     def __init__(
@@ -68,11 +101,40 @@ class MockCluster:
         tick_interval_ms: int = 50,
         cluster_id: str | None = None,
         enable_2pc: bool = False,
+        *,
+        tls: bool = False,
+        tls_client_auth: str = "none",
+        tls_hostnames: Sequence[str] = DEFAULT_HOSTNAMES,
+        sasl_mechanisms: Sequence[str] = (),
+        users: Mapping[str, str] | None = None,
+        oauth_tokens: Mapping[str, OAuthToken | str] | None = None,
+        sasl_session_lifetime_ms: int = 0,
+        failed_authentication_delay_ms: int = 100,
+        acls: Iterable[Acl | tuple[str, ...]] | None = None,
+        super_users: Iterable[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
     ) -> None:
         if num_brokers < 1:
             raise ValueError("num_brokers must be >= 1")
         if transaction_version not in (0, 1, 2):
             raise ValueError("transaction_version must be 0, 1 or 2")
+        if acls is None and (super_users or allow_everyone_if_no_acl_found):
+            raise ValueError(
+                "super_users and allow_everyone_if_no_acl_found need acls=[...] (the authorizer)")
+        if not tls and (tls_client_auth != "none" or tuple(tls_hostnames) != DEFAULT_HOSTNAMES):
+            raise ValueError("tls_client_auth and tls_hostnames need tls=True")
+        if not sasl_mechanisms and (users or oauth_tokens or sasl_session_lifetime_ms):
+            raise ValueError("users, oauth_tokens and sasl_session_lifetime_ms need sasl_mechanisms")
+        sasl = None
+        if sasl_mechanisms:
+            sasl = SaslSettings(sasl_mechanisms, users, oauth_tokens, sasl_session_lifetime_ms)
+        self.listener = ListenerSecurity(
+            tls=TlsMaterial(tls_hostnames, tls_client_auth) if tls else None, sasl=sasl,
+            failed_authentication_delay_ms=failed_authentication_delay_ms)
+        self.authorizer: Authorizer | None = None
+        if acls is not None:
+            self.authorizer = Authorizer(
+                [_as_acl(a) for a in acls], super_users, allow_everyone_if_no_acl_found)
         self.host = host
         broker_ids = list(range(1, num_brokers + 1))
         self.state = ClusterState(
@@ -87,6 +149,8 @@ class MockCluster:
         self.state.settings["validate_crc"] = validate_crc
         # KIP-939 two-phase commit (Kafka's transaction.two.phase.commit.enable): InitProducerId v6
         self.state.settings["enable_2pc"] = enable_2pc
+        # SaslHandshake/SaslAuthenticate are advertised (and answered) only on a SASL listener
+        self.state.settings["sasl"] = self.listener.sasl is not None
         group_settings = {
             "group_initial_rebalance_delay_ms": group_initial_rebalance_delay_ms,
             "group_min_session_timeout_ms": group_min_session_timeout_ms,
@@ -141,6 +205,7 @@ class MockCluster:
         self.state.notify_all()  # wake handlers waiting on the condition (long-poll fetches)
         if self._ticker is not None and self._ticker is not threading.current_thread():
             self._ticker.join(timeout=5)
+        self.listener.close()
 
     def _tick_loop(self) -> None:
         while not self._closed.wait(self._tick_interval):
@@ -158,8 +223,62 @@ class MockCluster:
 
     def api_versions(self) -> list[tuple[int, int, int]]:
         return handlers.advertised_versions(
-            self.state.transaction_version, bool(self.state.settings.get("enable_2pc", False))
+            self.state.transaction_version, bool(self.state.settings.get("enable_2pc", False)),
+            self.listener.sasl is not None,
         )
+
+    # -------------------------------------------------------------- security
+    @property
+    def security_protocol(self) -> str:
+        """What clients set as ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return self.listener.security_protocol
+
+    @property
+    def ca_file(self) -> str:
+        """Path of the PEM file of the CA that issued the brokers' certificate (trust it: ``ssl_cafile``)."""
+        return self._tls("ca_file").ca_file
+
+    def client_certificate(self, name: str) -> tuple[str, str]:
+        """(certfile, keyfile) PEM paths of a client certificate with CN ``name`` from the cluster's CA.
+
+        With ``tls_client_auth`` "requested" or "required" a client presenting it is ``User:<name>``. The
+        files are created on first use and removed when the cluster closes.
+        """
+        return self._tls("client_certificate").client_certificate(name)
+
+    def _tls(self, what: str) -> TlsMaterial:
+        if self.listener.tls is None:
+            raise ValueError(f"{what} needs a TLS cluster: MockCluster(tls=True)")
+        return self.listener.tls
+
+    @property
+    def acls(self) -> list[Acl]:
+        """The ACLs in force, in the order they were added (empty without an authorizer)."""
+        return [] if self.authorizer is None else list(self.authorizer.acls)
+
+    def add_acl(self, principal: str, resource_type: str, name: str, operation: str,
+                pattern: str = "literal", permission: str = "allow") -> Acl:
+        """Allow (or with ``permission="deny"``, deny) ``principal`` ``operation`` on a resource, from the
+        next request on: ``add_acl("User:alice", "topic", "orders", "Write")``.
+
+        Resource types: topic, group, transactional_id, cluster (named "kafka-cluster"); patterns: literal
+        (``"*"`` is every name) or prefixed. Raises ValueError on a cluster created without ``acls``, as
+        Kafka refuses ACL changes without an authorizer.
+        """
+        acl = Acl(principal, resource_type, name, operation, pattern, permission)
+        self._authorizer("add_acl").add(acl)
+        return acl
+
+    def remove_acl(self, principal: str, resource_type: str, name: str, operation: str,
+                   pattern: str = "literal", permission: str = "allow") -> bool:
+        """Remove the ACL with exactly these fields (see :meth:`add_acl`); False if there was none."""
+        acl = Acl(principal, resource_type, name, operation, pattern, permission)
+        return self._authorizer("remove_acl").remove(acl)
+
+    def _authorizer(self, what: str) -> Authorizer:
+        if self.authorizer is None:
+            raise ValueError(f"{what} needs an authorizer: create the MockCluster with acls=[...]")
+        return self.authorizer
 
     # ---------------------------------------------------------------- access
     @property
@@ -422,6 +541,11 @@ class MockCluster:
         """
         with self.state.lock:
             return self.state.groups.remove_member(group_id, member_id)
+
+
+def _as_acl(acl: Acl | tuple[str, ...]) -> Acl:
+    """An :class:`Acl`, from itself or from a tuple of its fields (principal, type, name, operation, ...)."""
+    return acl if isinstance(acl, Acl) else Acl(*acl)
 
 
 def _key_type(key_type: str | int) -> int:

@@ -30,7 +30,9 @@ class RequestLogEntry:
     batches=[(topic, p, producer_id, producer_epoch, base_sequence, record_count, transactional)];
     from Produce v13 on, requests name topics by id, and ``topic`` is the id's string).
     ``error_codes`` are the non-zero error codes of the response; ``injected`` marks a response made by
-    ``inject_error``; ``dropped`` a request whose connection was closed instead of answered.
+    ``inject_error``; ``dropped`` a request whose connection was closed instead of answered (also a request
+    a SASL listener refused before authentication). ``principal`` is who sent it (``User:ANONYMOUS`` until
+    the connection authenticated). SASL tokens are never recorded; SaslHandshake records its ``mechanism``.
     """
 
     seq: int
@@ -43,6 +45,7 @@ class RequestLogEntry:
     error_codes: tuple[int, ...] = ()
     injected: bool = False
     dropped: bool = False
+    principal: str = "User:ANONYMOUS"
 
 
 class RequestLog:
@@ -131,6 +134,7 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
             "acks",
             "isolation_level",
             "transaction_timeout_ms",
+            "mechanism",
         ):
             value = getattr(request, name, None)
             if value is not None:

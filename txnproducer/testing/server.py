@@ -9,6 +9,16 @@ UNSUPPORTED_VERSION with the API list, as Kafka does, so the client can downgrad
 Dispatch goes through the handler list (``handlers.lookup``), the one place that says which APIs a
 broker answers. Fault rules (``faults.py``) are applied here, around the handler: an injected error is
 answered by ``error_responses.py`` without running the handler.
+
+Security (``security/``): each accepted socket goes through the listener (``ListenerSecurity``): with TLS
+the connection thread runs the TLS handshake first (a failed handshake closes the connection and is logged
+as ``mock.tls_handshake_failed``); every request is first admitted by the connection's ``ConnectionAuth``
+(on a SASL listener: nothing but ApiVersions and SaslHandshake before authentication - anything else closes
+the connection unanswered, or is answered ILLEGAL_SASL_STATE and closed in the middle of an exchange), and
+a SASL answer that ends the connection (a failed authentication) is written before the connection closes,
+both held back by ``failed_authentication_delay_ms`` as Kafka holds them back.
+Handlers see the connection's principal and the cluster's authorizer in their ``RequestContext``. Without
+TLS and SASL the socket, the framing and every answer are the plaintext ones, unchanged.
 """
 
 from __future__ import annotations
@@ -28,9 +38,12 @@ from .error_responses import error_response
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .handlers import RequestContext, lookup
 from .request_log import RequestLog, extract_fields, response_error_codes
+from .security.connection_auth import ConnectionAuth, Verdict
+from .security.listener import ListenerSecurity
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cluster_state import ClusterState
+    from .security.acl import Authorizer
 
 _log = get_logger("txnproducer.testing.server")
 
@@ -44,6 +57,8 @@ class ServerHost(Protocol):
     state: ClusterState
     faults: FaultPlan
     requests: RequestLog
+    listener: ListenerSecurity
+    authorizer: Authorizer | None
 
     def next_connection_id(self) -> int: ...
 
@@ -90,6 +105,7 @@ class _Connection:
         self.sock = sock
         self.id = connection_id
         self.closed = False
+        self.auth = ConnectionAuth(None)  # replaced by the listener's once the connection is accepted
 
     def close(self) -> None:
         if self.closed:
@@ -183,8 +199,26 @@ class BrokerServer:
                 daemon=True,
             ).start()
 
+    def _accept(self, conn: _Connection) -> bool:
+        """The listener's part: TLS handshake and the connection's authentication state; False: close."""
+        listener = self.host.listener
+        conn.sock = listener.wrap(conn.sock)
+        if conn.closed:  # dropped while being wrapped: the old socket object no longer owns the descriptor
+            conn.close()
+            conn.sock.close()
+            return False
+        try:
+            conn.auth = listener.handshake(conn.sock, self.broker_id, conn.id)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            _log.info("mock.tls_handshake_failed", broker_id=self.broker_id, connection_id=conn.id,
+                      reason=str(exc))
+            return False
+        return True
+
     def _serve(self, conn: _Connection, stopping: threading.Event) -> None:
         try:
+            if not self._accept(conn):
+                return
             while not stopping.is_set():
                 head = _read_exact(conn.sock, 4)
                 if head is None:
@@ -196,6 +230,10 @@ class BrokerServer:
                 if frame is None:
                     break
                 if self.host.faults.is_black_hole(self.broker_id):
+                    continue
+                if conn.auth.unframed:  # after SaslHandshake v0: a bare SASL token
+                    if not self._unframed_token(conn, frame):
+                        break
                     continue
                 if not self._handle_frame(conn, memoryview(frame), stopping):
                     break
@@ -214,10 +252,18 @@ class BrokerServer:
         if len(frame) < 10:
             return False
         api_key, api_version = struct.unpack_from(">hh", frame, 0)
+        verdict = conn.auth.admit(api_key, self.host.state.now_ms())
+        if verdict is Verdict.CLOSE:  # Kafka closes the connection without an answer
+            self._delay_if_failed(conn)
+            self.host.requests.append(
+                api=api_messages.api_name(api_key), api_key=api_key, version=api_version,
+                broker_id=self.broker_id, connection_id=conn.id, fields={}, dropped=True,
+                principal=conn.auth.principal)
+            return False
         req_cls = api_messages.request_class(api_key)
         if api_key == API_VERSIONS and req_cls is not None and api_version > req_cls.max_version:
             return self._unsupported_api_versions(conn, frame)
-        if req_cls is None or lookup(api_key) is None:
+        if req_cls is None or lookup(api_key, self.host.listener.sasl is not None) is None:
             return False
         lo, hi = req_cls.valid_versions
         if not lo <= api_version <= hi:
@@ -239,11 +285,13 @@ class BrokerServer:
                 "mock.undecodable_request", broker_id=self.broker_id, api_key=api_key, api_version=api_version
             )
             return False
-        ctx = RequestContext(self.broker_id, api_key, api_version, correlation_id, client_id, conn.id)
-        return self._process(conn, ctx, request, stopping)
+        ctx = RequestContext(self.broker_id, api_key, api_version, correlation_id, client_id, conn.id,
+                             principal=conn.auth.principal, authorizer=self.host.authorizer, auth=conn.auth)
+        return self._process(conn, ctx, request, stopping, refused=verdict is Verdict.REFUSE)
 
     def _process(
-        self, conn: _Connection, ctx: RequestContext, request: Any, stopping: threading.Event
+        self, conn: _Connection, ctx: RequestContext, request: Any, stopping: threading.Event,
+        refused: bool = False,
     ) -> bool:
         faults = self.host.faults
         state = self.host.state
@@ -256,7 +304,12 @@ class BrokerServer:
             "broker_id": self.broker_id,
             "connection_id": conn.id,
             "fields": fields,
+            "principal": ctx.principal,
         }
+        if refused:  # a request in the middle of a SASL exchange: ILLEGAL_SASL_STATE, then close (as Kafka)
+            conn.auth.close_after_response = True
+            return self._send(conn, ctx, error_response(
+                ctx.api_key, ctx.api_version, request, ec.ILLEGAL_SASL_STATE, state), False, log_args)
         injected, code = faults.take(ERROR, ctx.api_key, self.broker_id)
         if not injected and faults.take(DROP_BEFORE, ctx.api_key, self.broker_id)[0]:
             self.host.requests.append(dropped=True, **log_args)
@@ -266,7 +319,7 @@ class BrokerServer:
             response = error_response(ctx.api_key, ctx.api_version, request, code, state, log_start_offset)
         else:
             try:
-                handler = lookup(ctx.api_key)
+                handler = lookup(ctx.api_key, self.host.listener.sasl is not None)
                 assert handler is not None
                 with state.lock:
                     response = handler(state, ctx, request)
@@ -289,20 +342,47 @@ class BrokerServer:
         if response is None:  # Produce with acks=0: no answer
             self.host.requests.append(injected=injected, **log_args)
             return True
+        return self._send(conn, ctx, response, injected, log_args)
+
+    def _send(self, conn: _Connection, ctx: RequestContext, response: Any, injected: bool,
+              log_args: dict[str, Any]) -> bool:
+        """Write ``response``; False when the connection must close (the write failed, or the answer was
+        its last)."""
         try:
             response.with_header(correlation_id=ctx.correlation_id)
             data = response.encode(header=True, framed=True)
         except Exception:
-            _log.exception("mock.encode_failed", broker_id=self.broker_id, api=name)
+            _log.exception("mock.encode_failed", broker_id=self.broker_id, api=log_args["api"])
             self.host.requests.append(dropped=True, **log_args)
             return False
+        self._delay_if_failed(conn)
         # logged before the write: a client holding a response always finds its entry in the log
         self.host.requests.append(error_codes=response_error_codes(response), injected=injected, **log_args)
         try:
             conn.sock.sendall(data)
         except OSError:
             return False
+        return not conn.auth.close_after_response
+
+    def _unframed_token(self, conn: _Connection, token: bytes) -> bool:
+        """A bare SASL token after SaslHandshake v0: answer the bare challenge; False (close) on failure."""
+        challenge = conn.auth.authenticate_unframed(token, self.host.state.now_ms())
+        self._delay_if_failed(conn)
+        self.host.requests.append(api="SaslBytes", api_key=-1, version=0, broker_id=self.broker_id,
+                                  connection_id=conn.id, fields={}, dropped=challenge is None,
+                                  principal=conn.auth.principal)
+        if challenge is None:  # v0 has no error answer: Kafka closes the connection
+            return False
+        try:
+            conn.sock.sendall(struct.pack(">i", len(challenge)) + challenge)
+        except OSError:
+            return False
         return True
+
+    def _delay_if_failed(self, conn: _Connection) -> None:
+        """Kafka holds a failed authentication's answer and close back (KIP-306); a stop ends the wait."""
+        if conn.auth.failed:
+            self._stopping.wait(self.host.listener.failed_authentication_delay_ms / 1000.0)
 
     def _unsupported_api_versions(self, conn: _Connection, frame: memoryview) -> bool:
         """Kafka's answer to an unknown ApiVersions version: v0, UNSUPPORTED_VERSION, the API list."""
@@ -326,6 +406,7 @@ class BrokerServer:
             connection_id=conn.id,
             fields={},
             error_codes=(ec.UNSUPPORTED_VERSION,),
+            principal=conn.auth.principal,
         )
         try:
             conn.sock.sendall(data)

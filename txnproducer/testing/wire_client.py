@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -38,16 +39,27 @@ class WireClient:
 
     ``send(request, version=v)`` overrides the request object's version. ``send_raw(bytes)`` writes
     arbitrary bytes (for malformed-input tests). Responses are returned in wire order; ``receive``
-    checks the correlation id.
+    checks the correlation id. ``ssl_context``: speak TLS (to a ``MockCluster(tls=True)``); the TLS
+    handshake runs in the constructor, checking the certificate against ``server_hostname`` (default
+    ``host``), so a handshake failure raises ``ssl.SSLError`` there.
     """
 
-    def __init__(self, host: str, port: int, *, client_id: str = "wire-test", timeout: float = 5.0) -> None:
+    def __init__(self, host: str, port: int, *, client_id: str = "wire-test", timeout: float = 5.0,
+                 ssl_context: ssl.SSLContext | None = None, server_hostname: str | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout = timeout
-        self._sock = socket.create_connection((host, port), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = socket.create_connection((host, port), timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            try:
+                sock = ssl_context.wrap_socket(sock, server_hostname=server_hostname or host)
+            except BaseException:
+                sock.close()
+                raise
+        self._sock = sock
+        self._pushback = b""  # a byte ``is_closed_by_peer`` read over TLS, where it cannot peek
         self._correlation_id = 0
         # correlation id -> response class (versioned) for requests awaiting an answer
         self._pending: dict[int, Any] = {}
@@ -109,7 +121,11 @@ class WireClient:
         """True if the peer closes the connection (EOF) within ``timeout``; False if data or silence."""
         self._sock.settimeout(self.timeout if timeout is None else timeout)
         try:
-            chunk = self._sock.recv(1, socket.MSG_PEEK)
+            if isinstance(self._sock, ssl.SSLSocket):  # no MSG_PEEK over TLS: keep the byte for the next read
+                chunk = self._pushback or self._sock.recv(1)
+                self._pushback = chunk
+            else:
+                chunk = self._sock.recv(1, socket.MSG_PEEK)
         except TimeoutError:
             return False
         except OSError:
@@ -119,7 +135,8 @@ class WireClient:
         return chunk == b""
 
     def _read_exact(self, n: int) -> bytes:
-        buf = bytearray()
+        buf = bytearray(self._pushback[:n])
+        self._pushback = self._pushback[n:]
         while len(buf) < n:
             try:
                 chunk = self._sock.recv(n - len(buf))

@@ -6,12 +6,14 @@ version notes and simplifications of the real broker, and which ends with its de
 (``API = Api(...)``, see ``api.py``); ``_common.py`` for the checks several of them share. This file
 lists every declaration in :data:`HANDLERS` - the only place that says which APIs a broker answers - and
 derives from it the lookup by key (:func:`lookup`, used by the server) and the ApiVersions answer
-(:func:`advertised_versions`).
+(:func:`advertised_versions`). SaslHandshake and SaslAuthenticate are declared ``needs_sasl``: answered and
+advertised only on a SASL listener. Each handler makes the authorization checks Kafka's ``KafkaApis`` makes
+for its API through ``ctx.allows`` (``api.py``), which allows everything when the cluster has no authorizer.
 
 What it may import: the domain modules of ``txnproducer.testing`` (cluster state, coordinators, partition
-logs, ``api_messages``), kafka-python, the standard library, attrs, ``txnproducer._internal.protocol``
-and ``txnproducer._internal.log``. The domain never imports a handler; the server and the cluster
-import this list.
+logs, ``api_messages``, ``security/``), kafka-python, the standard library, attrs,
+``txnproducer._internal.protocol`` and ``txnproducer._internal.log``. The domain never imports a handler;
+the server and the cluster import this list.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from . import (
     offset_commit,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
 )
@@ -48,14 +52,16 @@ from .api import Api, Handler, RequestContext
 __all__ = ["HANDLERS", "SUPPORTED_VERSIONS", "Api", "RequestContext", "advertised_versions", "lookup"]
 
 
-def advertised_versions(transaction_version: int, enable_2pc: bool = False) -> list[tuple[int, int, int]]:
+def advertised_versions(
+    transaction_version: int, enable_2pc: bool = False, sasl: bool = False
+) -> list[tuple[int, int, int]]:
     """(api_key, min, max) for every API this mock answers, as ApiVersions reports them (by key)."""
     out = []
     for api in HANDLERS:
         cls = api_messages.request_class(api.key)
         if cls is None:
             continue
-        versions = api.advertised(cls.valid_versions, transaction_version, enable_2pc)
+        versions = api.advertised(cls.valid_versions, transaction_version, enable_2pc, sasl)
         if versions is not None:
             out.append((api.key, *versions))
     return out
@@ -76,6 +82,7 @@ HANDLERS: tuple[Api, ...] = (
     sync_group.API,  # 14
     describe_groups.API,  # 15
     list_groups.API,  # 16
+    sasl_handshake.API,  # 17
     api_versions.declare(advertised_versions),  # 18
     create_topics.API,  # 19
     init_producer_id.API,  # 22
@@ -84,6 +91,7 @@ HANDLERS: tuple[Api, ...] = (
     end_txn.API,  # 26
     txn_offset_commit.API,  # 28
     describe_configs.API,  # 32
+    sasl_authenticate.API,  # 36
     describe_producers.API,  # 61
     describe_transactions.API,  # 65
     list_transactions.API,  # 66
@@ -100,7 +108,12 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 }
 
 
-def lookup(api_key: int) -> Handler | None:
-    """The handler of ``api_key``, or None (the connection is closed, as Kafka does)."""
+def lookup(api_key: int, sasl: bool = False) -> Handler | None:
+    """The handler of ``api_key``, or None (the connection is closed, as Kafka does for an unknown key).
+
+    ``sasl``: whether the listener speaks SASL; without it the SASL APIs have no handler.
+    """
     api = _BY_KEY.get(api_key)
-    return None if api is None else api.handler
+    if api is None or (api.needs_sasl and not sasl):
+        return None
+    return api.handler

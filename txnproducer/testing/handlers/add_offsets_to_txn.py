@@ -6,6 +6,9 @@ otherwise ``TransactionCoordinator.add_offsets`` adds the group's ``__consumer_o
 AddPartitionsToTxn. TV1 clients send it before TxnOffsetCommit; TV2 clients skip it (TxnOffsetCommit v5
 adds the partition implicitly).
 
+Authorization (KafkaApis.handleAddOffsetsToTxnRequest), before anything else: Write on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then Read on the group (GROUP_AUTHORIZATION_FAILED).
+
 Version notes:
 - v0-1: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 - Kafka advertises at most v4 whatever the transaction version (the TV1 cap is the same v4).
@@ -20,6 +23,7 @@ from kafka.protocol.producer.transaction import AddOffsetsToTxnResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ._common import fenced_for_version, is_coordinator
 from .api import Api, RequestContext
 
@@ -27,7 +31,11 @@ from .api import Api, RequestContext
 def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     tid = request.transactional_id
-    if not tid:
+    if not ctx.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        error = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
+        error = ec.GROUP_AUTHORIZATION_FAILED
+    elif not tid:
         error = ec.INVALID_REQUEST
     elif not is_coordinator(state, ctx, TRANSACTION_KEY, tid):
         error = ec.NOT_COORDINATOR

@@ -9,6 +9,14 @@ Behaviour, per partition (one error for all partitions of a transaction unless n
   the transaction.
 The rules live in ``txn_coordinator.py``; this module checks placement and maps fields per version.
 
+Authorization (KafkaApis.handleAddPartitionsToTxnRequest), before anything else:
+- v0-3 (sent by producers): Write on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+  every partition; then Write on each topic (``__consumer_offsets`` exempt): a refused topic's partitions
+  TOPIC_AUTHORIZATION_FAILED, unknown ones UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED,
+  and nothing is added.
+- v4+ (sent by partition leaders): ClusterAction on the cluster, else the whole request is answered with the
+  top-level CLUSTER_AUTHORIZATION_FAILED.
+
 Version notes:
 - v0-3: one transaction per request, sent by the producer (the ``v3_and_below_*`` fields).
 - v0-1: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
@@ -28,6 +36,7 @@ from kafka.protocol.producer.transaction import AddPartitionsToTxnResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ..txn_metadata import OFFSETS_TOPIC
 from ._common import fenced_for_version, is_coordinator
 from .api import Api, RequestContext
@@ -52,11 +61,14 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     if version <= 3:
         tid = request.v3_and_below_transactional_id
         parts = parts_of(request.v3_and_below_topics)
-        errors = _add_partitions_errors(state, ctx, tid, request.v3_and_below_producer_id,
-                                        request.v3_and_below_producer_epoch, parts, verify_only=False,
-                                        client_tv=1)
+        errors = _refusals(ctx, state, tid, parts) or _add_partitions_errors(
+            state, ctx, tid, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, parts,
+            verify_only=False, client_tv=1)
         errors = {tp: fenced_for_version(version, 2, code) for tp, code in errors.items()}
         return resp_cls[version](throttle_time_ms=0, results_by_topic_v3_and_below=results(errors))
+    if not ctx.allows(Operation.CLUSTER_ACTION, ResourceType.CLUSTER):
+        return resp_cls[version](throttle_time_ms=0, error_code=ec.CLUSTER_AUTHORIZATION_FAILED,
+                                 results_by_transaction=[])
     out = []
     for txn in request.transactions:
         parts = parts_of(txn.topics)
@@ -66,6 +78,23 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         out.append(resp_cls.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
                                                       topic_results=results(errors)))
     return resp_cls[version](throttle_time_ms=0, error_code=ec.NONE, results_by_transaction=out)
+
+
+def _refusals(ctx: RequestContext, state: ClusterState, tid: str,
+              parts: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """A producer's request (v0-3) that its principal may not make: the error of each partition; else {}."""
+    if not ctx.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return dict.fromkeys(parts, ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused = {t for t, _ in parts
+               if t != OFFSETS_TOPIC and not ctx.allows(Operation.WRITE, ResourceType.TOPIC, t)}
+    if not refused:
+        return {}
+    return {
+        (t, p): ec.TOPIC_AUTHORIZATION_FAILED if t in refused
+        else ec.UNKNOWN_TOPIC_OR_PARTITION if t != OFFSETS_TOPIC and state.partition_log(t, p) is None
+        else ec.OPERATION_NOT_ATTEMPTED
+        for t, p in parts
+    }
 
 
 def _add_partitions_errors(state: ClusterState, ctx: RequestContext, tid: str, pid: int, epoch: int,

@@ -1,7 +1,8 @@
 """ApiVersions (key 18): v0-4.
 
 Behaviour:
-- Lists every API this mock answers - exactly the declarations in ``handlers/__init__.py`` - with the
+- Lists every API this mock answers - exactly the declarations in ``handlers/__init__.py``, SaslHandshake
+  and SaslAuthenticate only on a SASL listener (``state.settings["sasl"]``) - with the
   versions of :meth:`Api.advertised <txnproducer.testing.handlers.api.Api.advertised>`: Kafka 4.1.0's
   range intersected with what kafka-python can decode, capped below TV2 (Produce v11, AddPartitionsToTxn,
   EndTxn and TxnOffsetCommit v4) and raised with 2PC (InitProducerId v6). APIs the mock does not handle are
@@ -37,8 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
 KEY = 18
 METADATA_VERSION_LEVEL = 27
 
-#: (transaction_version, enable_2pc) -> [(api_key, min_version, max_version)] of every handled API
-AdvertisedVersions = Callable[[int, bool], list[tuple[int, int, int]]]
+#: (transaction_version, enable_2pc, sasl) -> [(api_key, min_version, max_version)] of every handled API
+AdvertisedVersions = Callable[[int, bool, bool], list[tuple[int, int, int]]]
 
 
 def _answer(state: ClusterState, ctx: RequestContext, advertised: AdvertisedVersions) -> Any:
@@ -48,7 +49,8 @@ def _answer(state: ClusterState, ctx: RequestContext, advertised: AdvertisedVers
         "error_code": ec.NONE,
         "api_keys": [
             {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in state.capped_versions(
-                ctx.broker_id, advertised(tv, bool(state.settings.get("enable_2pc", False))))
+                ctx.broker_id, advertised(tv, bool(state.settings.get("enable_2pc", False)),
+                                          bool(state.settings.get("sasl", False))))
         ],
         "throttle_time_ms": 0,
     }

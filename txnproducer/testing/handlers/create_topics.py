@@ -7,6 +7,11 @@ Behaviour:
 - ``validate_only`` answers what would be created without creating it (topic id stays null).
 - Created topics answer their topic id, partition count and replication factor; ``configs`` is empty.
 
+Authorization (Kafka's ControllerApis.createTopics, where brokers forward CreateTopics): Create on the
+cluster, or else on each topic - a refused topic is TOPIC_AUTHORIZATION_FAILED ("Authorization failed."),
+checked before its existence; a created topic the principal may not DescribeConfigs is answered without its
+partition count and replication factor and with ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED.
+
 Version notes: fields a version does not have (topic id v7, counts v5+) are dropped when the response is
 built.
 
@@ -26,11 +31,13 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
+from ..security.acl import Operation, ResourceType
 from .api import Api, RequestContext
 
 
 def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     out = []
+    any_topic = ctx.allows(Operation.CREATE, ResourceType.CLUSTER)
     for t in request.topics:
         entry: dict[str, Any] = {
             "name": t.name,
@@ -41,7 +48,9 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             "replication_factor": -1,
             "configs": [],
         }
-        if t.name in state.topics:
+        if not (any_topic or ctx.allows(Operation.CREATE, ResourceType.TOPIC, t.name)):
+            entry.update(error_code=ec.TOPIC_AUTHORIZATION_FAILED, error_message="Authorization failed.")
+        elif t.name in state.topics:
             entry.update(
                 error_code=ec.TOPIC_ALREADY_EXISTS, error_message=f"Topic '{t.name}' already exists."
             )
@@ -57,6 +66,9 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             else:
                 topic = state.create_topic(t.name, count)
                 entry.update(topic_id=topic.topic_id, num_partitions=count, replication_factor=rf)
+            if not ctx.allows(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):
+                entry.update(num_partitions=-1, replication_factor=-1,
+                             topic_config_error_code=ec.TOPIC_AUTHORIZATION_FAILED)
         out.append(entry)
     return api_messages.build(CreateTopicsResponse, ctx.api_version, {"throttle_time_ms": 0, "topics": out})
 

@@ -8,9 +8,15 @@ Behaviour:
   max.message.bytes); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION ("Topic x does not exist").
 - Other resource types: no configs, no error. ``configuration_keys`` filters by name.
 
-Simplifications: no synonyms and no documentation; the fixed values do not follow the cluster (a topic
-created with another ``max_message_bytes`` still reports 1048588; ``transaction.two.phase.commit.enable``
-is "false" and ``group.initial.rebalance.delay.ms`` "0" whatever the cluster settings).
+Authorization (Kafka's ConfigHelper.handleDescribeConfigsRequest): DescribeConfigs on the cluster for a broker
+resource (CLUSTER_AUTHORIZATION_FAILED), on the topic for a topic (TOPIC_AUTHORIZATION_FAILED), on the group
+for a group (type 32, GROUP_AUTHORIZATION_FAILED), each with the error's message and no configs, checked
+before the resource's existence.
+
+Simplifications: results keep the request's order (Kafka lists refused resources last); no synonyms and no
+documentation; the fixed values do not follow the cluster (a topic created with another
+``max_message_bytes`` still reports 1048588; ``transaction.two.phase.commit.enable`` is "false" and
+``group.initial.rebalance.delay.ms`` "0" whatever the cluster settings).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
+from ..security.acl import Operation, ResourceType
 from .api import Api, RequestContext
 
 
@@ -63,6 +70,11 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             "resource_name": r.resource_name,
             "configs": [],
         }
+        refused = _refusal(ctx, r.resource_type, r.resource_name)
+        if refused != ec.NONE:
+            entry.update(error_code=refused, error_message=ec.describe(refused).description)
+            results.append(entry)
+            continue
         if r.resource_type == 4:  # BROKER
             configs = [(n, val, ct, ro, 5) for n, val, ct, ro in _broker_configs(state)]
         elif r.resource_type == 2:  # TOPIC
@@ -96,6 +108,25 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     return api_messages.build(
         DescribeConfigsResponse, ctx.api_version, {"throttle_time_ms": 0, "results": results}
     )
+
+
+#: config resource type -> (the ACL resource DescribeConfigs is checked on, the error when refused)
+_DESCRIBE_CONFIGS = {
+    4: (ResourceType.CLUSTER, ec.CLUSTER_AUTHORIZATION_FAILED),  # BROKER
+    8: (ResourceType.CLUSTER, ec.CLUSTER_AUTHORIZATION_FAILED),  # BROKER_LOGGER
+    2: (ResourceType.TOPIC, ec.TOPIC_AUTHORIZATION_FAILED),
+    32: (ResourceType.GROUP, ec.GROUP_AUTHORIZATION_FAILED),
+}
+
+
+def _refusal(ctx: RequestContext, resource_type: int, name: str) -> int:
+    """The authorization error of describing the configs of one resource, or NONE."""
+    if resource_type not in _DESCRIBE_CONFIGS:
+        return ec.NONE
+    acl_type, error = _DESCRIBE_CONFIGS[resource_type]
+    if acl_type is ResourceType.CLUSTER:
+        name = "kafka-cluster"
+    return ec.NONE if ctx.allows(Operation.DESCRIBE_CONFIGS, acl_type, name) else error
 
 
 API = Api(32, "DescribeConfigs", 1, 4, handle)

@@ -4,11 +4,15 @@ Behaviour, per group: NOT_COORDINATOR unless this broker coordinates it; otherwi
 type and name and its members (``GroupCoordinator.describe``). Member metadata and the protocol name are
 shown only once the group is Stable, as Kafka does.
 
+Authorization (KafkaApis.handleDescribeGroupsRequest): Describe on each group, else GROUP_AUTHORIZATION_FAILED
+with an empty state and no members.
+
 Version notes:
 - v0-5: a group that does not exist is answered NONE with state "Dead".
 - v6+: GROUP_ID_NOT_FOUND ("Group x not found.") with state "Dead".
 
-Simplifications: authorized operations are never computed (the field is left "not requested").
+Simplifications: authorized operations are never computed (the field is left "not requested"); groups are
+answered in the request's order (Kafka lists the refused ones first).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from kafka.protocol.admin.groups import DescribeGroupsResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
@@ -38,6 +43,9 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
             "members": [],
             "authorized_operations": None,  # bitfield codec: None encodes INT32_MIN ("not requested")
         }
+        if not ctx.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(group_cls(error_code=ec.GROUP_AUTHORIZATION_FAILED, group_state="", **base))
+            continue
         if not is_coordinator(state, ctx, GROUP_KEY, group_id):
             described.append(group_cls(error_code=ec.NOT_COORDINATOR, group_state="", **base))
             continue

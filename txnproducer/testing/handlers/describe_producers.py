@@ -5,6 +5,9 @@ producer id and epoch, last sequence, last timestamp, coordinator epoch of the l
 offset of the ongoing transaction (-1 when none). Unknown partition: UNKNOWN_TOPIC_OR_PARTITION; not the
 leader: NOT_LEADER_OR_FOLLOWER.
 
+Authorization (KafkaApis.handleDescribeProducersRequest): Read on each topic, before its existence is checked;
+a refused topic's partitions are TOPIC_AUTHORIZATION_FAILED with Kafka's message.
+
 Simplifications: producer state never expires (``producer.id.expiration.ms`` is only reported, not
 applied); the coordinator epoch is 0 for every marker this mock writes.
 """
@@ -19,6 +22,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
+from ..security.acl import Operation, ResourceType
 from .api import Api, RequestContext
 
 
@@ -26,8 +30,14 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     topics = []
     for t in request.topics:
         parts = []
+        readable = ctx.allows(Operation.READ, ResourceType.TOPIC, t.name)
         for p in t.partition_indexes:
             log = state.partition_log(t.name, p)
+            if not readable:
+                code = ec.TOPIC_AUTHORIZATION_FAILED
+                parts.append({"partition_index": p, "error_code": code,
+                              "error_message": ec.describe(code).description, "active_producers": []})
+                continue
             if log is None:
                 parts.append(
                     {

@@ -6,7 +6,9 @@ Ongoing, PrepareCommit, ...), timeout, start time (-1 outside a transaction), pr
 the partitions of the ongoing transaction in the order they were added, the group's
 ``__consumer_offsets`` partition included, as the broker shows it.
 
-Simplifications: no authorization (never TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+Authorization (KafkaApis.handleDescribeTransactionsRequest): Describe on each transactional id, checked first
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a described transaction lists only the partitions of topics the
+principal may describe.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kafka.protocol.admin.transactions import DescribeTransactionsResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ..txn_metadata import TxnState
 from ._common import is_coordinator
 from .api import Api, RequestContext
@@ -33,7 +36,9 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                                  "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
                                  "producer_id": 0, "producer_epoch": 0, "topics": []}
         md = state.txn.metadata(tid) if tid else None
-        if not tid:
+        if not ctx.allows(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+            entry["error_code"] = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not tid:
             entry["error_code"] = ec.INVALID_REQUEST
         elif not is_coordinator(state, ctx, TRANSACTION_KEY, tid):
             entry["error_code"] = ec.NOT_COORDINATOR
@@ -43,7 +48,8 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             entry.update(transaction_state=md.state.value, transaction_timeout_ms=md.timeout_ms,
                          transaction_start_time_ms=md.start_time_ms, producer_id=md.producer_id,
                          producer_epoch=md.producer_epoch,
-                         topics=[topic_cls(topic=t, partitions=ps) for t, ps in md.topics_view()])
+                         topics=[topic_cls(topic=t, partitions=ps) for t, ps in md.topics_view()
+                                 if ctx.allows(Operation.DESCRIBE, ResourceType.TOPIC, t)])
         out.append(state_cls(**entry))
     return resp_cls[ctx.api_version](throttle_time_ms=0, transaction_states=out)
 

@@ -9,6 +9,9 @@ Behaviour:
   synchronously inside this request unless a test holds them (``MockCluster.hold_markers``).
 The rules live in ``txn_coordinator.py``; this module checks placement and maps fields per version.
 
+Authorization (KafkaApis.handleEndTxnRequest): Write on the transactional id, before anything else;
+otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED with producer id and epoch -1.
+
 Version notes:
 - v0-1: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 - v5 with TV2 finalized (KIP-890): the coordinator bumps the epoch at every transaction end and the
@@ -25,6 +28,7 @@ from kafka.protocol.producer.transaction import EndTxnResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ..txn_metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from ._common import fenced_for_version, is_coordinator
 from .api import Api, RequestContext
@@ -33,7 +37,9 @@ from .api import Api, RequestContext
 def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     tid = request.transactional_id
-    if tid and not is_coordinator(state, ctx, TRANSACTION_KEY, tid):
+    if not ctx.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        error, pid, epoch = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+    elif tid and not is_coordinator(state, ctx, TRANSACTION_KEY, tid):
         error, pid, epoch = ec.NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     else:
         tv2 = version >= 5 and state.transaction_version >= 2

@@ -14,6 +14,10 @@ Behaviour:
   and markers) until there is enough, ``max_wait_ms`` has passed or the cluster closes; any partition
   error answers at once.
 
+Authorization (KafkaApis.handleFetchRequest): Read on each topic, checked after the topic id is resolved and
+before the partition's existence: TOPIC_AUTHORIZATION_FAILED for each partition of a refused topic (an error,
+so the fetch answers at once).
+
 Version notes:
 - v12+: NOT_LEADER_OR_FOLLOWER carries ``current_leader``.
 - v13+: topics are named by topic id.
@@ -34,6 +38,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
+from ..security.acl import Operation, ResourceType
 from ._common import leader_hint
 from .api import Api, RequestContext
 
@@ -44,6 +49,7 @@ def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any) -> tuple
     remaining = request.max_bytes if v >= 3 else 2**31 - 1
     total = 0
     out = []
+    readable: dict[str, bool] = {}
     for t in request.topics:
         if v >= 13:
             found = state.topic_by_id(t.topic_id)
@@ -62,6 +68,11 @@ def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any) -> tuple
                 "preferred_read_replica": -1,
                 "records": b"",
             }
+            if name is not None and not readable.setdefault(
+                    name, ctx.allows(Operation.READ, ResourceType.TOPIC, name)):
+                entry["error_code"] = ec.TOPIC_AUTHORIZATION_FAILED
+                parts.append(entry)
+                continue
             log = state.partition_log(name, p.partition) if name is not None else None
             if log is None:
                 entry["error_code"] = ec.UNKNOWN_TOPIC_ID if v >= 13 else ec.UNKNOWN_TOPIC_OR_PARTITION

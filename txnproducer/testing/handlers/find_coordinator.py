@@ -7,6 +7,10 @@ Behaviour:
   with node -1.
 - Any other key type: INVALID_REQUEST with "Unsupported key type N".
 
+Authorization (KafkaApis.getCoordinator), per key and first: Describe on the group
+(GROUP_AUTHORIZATION_FAILED) or on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), with node -1;
+v1-3 carry the error's message, as Kafka's error response does.
+
 Version notes:
 - v0: no key type (always group).
 - v1-3: one key per request; on success ``error_message`` is the string "NONE", as Kafka answers.
@@ -26,10 +30,23 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import GROUP_KEY, TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from .api import Api, RequestContext
 
+#: key type -> (the resource Describe is checked on, the error when it is refused)
+_DESCRIBE = {
+    GROUP_KEY: (ResourceType.GROUP, ec.GROUP_AUTHORIZATION_FAILED),
+    TRANSACTION_KEY: (ResourceType.TRANSACTIONAL_ID, ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+}
 
-def _coordinator_entry(state: ClusterState, key_type: int, key: str) -> dict[str, Any]:
+
+def _coordinator_entry(state: ClusterState, ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    if key_type in _DESCRIBE and not ctx.allows(Operation.DESCRIBE, _DESCRIBE[key_type][0], key):
+        code = _DESCRIBE[key_type][1]
+        # v1-3: Kafka's error response carries the error's message; v4+ leaves it at its default
+        message = ec.describe(code).description if ctx.api_version < 4 else ""
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
+                "error_message": message}
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return {
             "key": key,
@@ -69,10 +86,12 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             v,
             {
                 "throttle_time_ms": 0,
-                "coordinators": [_coordinator_entry(state, key_type, k) for k in request.coordinator_keys],
+                "coordinators": [
+                    _coordinator_entry(state, ctx, key_type, k) for k in request.coordinator_keys
+                ],
             },
         )
-    entry = _coordinator_entry(state, key_type, request.key)
+    entry = _coordinator_entry(state, ctx, key_type, request.key)
     message = entry["error_message"]
     if entry["error_code"] == ec.NONE:
         message = "NONE"  # what Kafka answers on success for v1-v3

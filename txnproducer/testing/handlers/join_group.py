@@ -9,6 +9,9 @@ Behaviour:
   FENCED_INSTANCE_ID, and REBALANCE_IN_PROGRESS when a parked join gives up (its rebalance timeout plus
   a margin).
 
+Authorization (KafkaApis.handleJoinGroupRequest): Read on the group, before anything else;
+GROUP_AUTHORIZATION_FAILED with an empty member id otherwise.
+
 Version notes:
 - v0: no rebalance timeout (the session timeout is used).
 - v4+ (KIP-394): a new dynamic member first gets MEMBER_ID_REQUIRED with its member id and rejoins with it.
@@ -28,12 +31,15 @@ from kafka.protocol.consumer.group import JoinGroupResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
 
 def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
+    if not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
+        return _join_response(v, error_code=ec.GROUP_AUTHORIZATION_FAILED, member_id="")
     if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
         return _join_response(v, error_code=ec.NOT_COORDINATOR, member_id=request.member_id)
     outcome = state.groups.join(

@@ -2,6 +2,9 @@
 
 Behaviour: the live groups this broker coordinates, with protocol type and state.
 
+Authorization (KafkaApis.handleListGroupsRequest): with Describe on the cluster every group is listed;
+otherwise only the groups the principal may describe.
+
 Version notes:
 - v4+: state filter (case-insensitive).
 - v5+: type filter; every group here is "classic", so a filter without "classic" lists nothing.
@@ -16,6 +19,7 @@ from kafka.protocol.admin.groups import ListGroupsResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
@@ -25,8 +29,11 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     states = {s.lower() for s in (request.states_filter or [])} if v >= 4 else set()
     types = {t.lower() for t in (request.types_filter or [])} if v >= 5 else set()
     listed = []
+    every_group = ctx.allows(Operation.DESCRIBE, ResourceType.CLUSTER)
     for group_id, protocol_type, group_state in state.groups.list_groups():
         if not is_coordinator(state, ctx, GROUP_KEY, group_id):
+            continue
+        if not (every_group or ctx.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id)):
             continue
         if states and group_state.lower() not in states:
             continue

@@ -8,12 +8,16 @@ Behaviour, per partition (unknown: UNKNOWN_TOPIC_OR_PARTITION; not the leader: N
   with the requested timestamp; none: offset and timestamp -1.
 The answer carries the partition's leader epoch.
 
+Authorization (KafkaApis.handleListOffsetRequest): Describe on each topic; a refused topic's partitions are
+TOPIC_AUTHORIZATION_FAILED (timestamp and offset -1), checked before their existence.
+
 Version notes: v2+ has the isolation level (read_committed only from v2); fields a version does not have
 are dropped when the response is built.
 
 Simplifications: timestamps are looked up per batch, not per record (the answer's timestamp is the
 requested one, not the found record's); one local log, so "earliest local/tiered" are the log start;
-the current leader epoch of the request is not checked (no FENCED_LEADER_EPOCH).
+the current leader epoch of the request is not checked (no FENCED_LEADER_EPOCH); topics are answered in the
+request's order (Kafka lists refused topics last).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
+from ..security.acl import Operation, ResourceType
 from .api import Api, RequestContext
 
 
@@ -35,6 +40,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     topics = []
     for t in request.topics:
         parts = []
+        describable = ctx.allows(Operation.DESCRIBE, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             entry: dict[str, Any] = {
                 "partition_index": p.partition_index,
@@ -44,7 +50,9 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 "leader_epoch": -1,
             }
             log = state.partition_log(t.name, p.partition_index)
-            if log is None:
+            if not describable:
+                entry["error_code"] = ec.TOPIC_AUTHORIZATION_FAILED
+            elif log is None:
                 entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
             elif log.leader_id != ctx.broker_id:
                 entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER

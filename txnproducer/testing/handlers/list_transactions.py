@@ -3,6 +3,9 @@
 Behaviour: the transactional ids this broker coordinates (never Dead ones), filtered by producer ids and
 by state names; unknown state names are returned in ``unknown_state_filters``.
 
+Authorization (KafkaApis.handleListTransactionsRequest): only the transactional ids the principal may describe
+are listed.
+
 Version notes:
 - v1+: ``duration_filter`` - only transactions that started more than that many ms ago (-1: no filter).
 - v2+: ``transactional_id_pattern`` - a regular expression the whole id must match; one that does not
@@ -23,6 +26,7 @@ from kafka.protocol.admin.transactions import ListTransactionsResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import TRANSACTION_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ..txn_metadata import TxnState
 from ._common import is_coordinator
 from .api import Api, RequestContext
@@ -57,6 +61,8 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         if duration >= 0 and now - md.start_time_ms <= duration:
             continue
         if pattern is not None and pattern.fullmatch(tid) is None:
+            continue
+        if not ctx.allows(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
             continue
         listed.append(resp_cls.TransactionState(transactional_id=tid, producer_id=md.producer_id,
                                                 transaction_state=md.state.value))

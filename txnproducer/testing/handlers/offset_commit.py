@@ -9,6 +9,10 @@ Behaviour, one error per partition:
   completes a rebalance; metadata over 4096 bytes is OFFSET_METADATA_TOO_LARGE. Committed offsets are
   visible at once.
 
+Authorization (KafkaApis.handleOffsetCommitRequest), before the coordinator checks: Read on the group
+(GROUP_AUTHORIZATION_FAILED for every partition), then Read on each topic (TOPIC_AUTHORIZATION_FAILED for a
+refused topic's partitions; the others are committed as usual).
+
 Version notes:
 - v6+: committed leader epoch (-1 before).
 - v7+: group instance id (static members).
@@ -29,6 +33,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
 from ..group_offsets import CommittedOffset, TopicPartitionKey
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
@@ -45,18 +50,28 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
                 leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
                 metadata=p.committed_metadata,
             )
-    if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
-        errors = dict.fromkeys(offsets, ec.NOT_COORDINATOR)
+    errors: dict[TopicPartitionKey, int]
+    if not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
+        errors = dict.fromkeys(offsets, ec.GROUP_AUTHORIZATION_FAILED)
     else:
-        errors = state.groups.commit_offsets(
-            group_id=request.group_id,
-            generation_id=request.generation_id_or_member_epoch,
-            member_id=request.member_id,
-            group_instance_id=request.group_instance_id if v >= 7 else None,
-            api_version=v,
-            offsets=offsets,
-            known_topics=state.topics.keys(),
-        )
+        readable = {t: ctx.allows(Operation.READ, ResourceType.TOPIC, t) for t, _ in order}
+        refused = {tp: ec.TOPIC_AUTHORIZATION_FAILED for tp in offsets if not readable[tp[0]]}
+        allowed = {tp: o for tp, o in offsets.items() if tp not in refused}
+        if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
+            errors = dict.fromkeys(allowed, ec.NOT_COORDINATOR)
+        elif allowed or not offsets:  # (an empty request still reaches the coordinator, as it always did)
+            errors = state.groups.commit_offsets(
+                group_id=request.group_id,
+                generation_id=request.generation_id_or_member_epoch,
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id if v >= 7 else None,
+                api_version=v,
+                offsets=allowed,
+                known_topics=state.topics.keys(),
+            )
+        else:
+            errors = {}
+        errors.update(refused)
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     partition_cls = topic_cls.OffsetCommitResponsePartition
     return OffsetCommitResponse[v](

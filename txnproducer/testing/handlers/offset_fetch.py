@@ -5,6 +5,11 @@ leader epoch and metadata of each requested partition (-1 and "" for a partition
 every committed partition when the topic list is null. Staged transactional offsets (TxnOffsetCommit
 before its marker) are not visible.
 
+Authorization (KafkaApis.handleOffsetFetchRequest), per group and before the coordinator checks: Describe on
+the group (GROUP_AUTHORIZATION_FAILED); then Describe on each topic - a requested topic that is refused is
+answered after the others with TOPIC_AUTHORIZATION_FAILED and offset -1 for each partition; a fetch of every
+partition leaves refused topics out.
+
 Version notes:
 - v1: no top-level error - a group error is set on every requested partition.
 - v7+: ``require_stable`` - a partition with a pending transactional offset answers
@@ -22,6 +27,7 @@ from kafka.protocol.consumer.group import OffsetFetchResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
@@ -57,12 +63,23 @@ def _fetch_group(
     require_stable: bool,
     version: int,
 ) -> tuple[str, list[Any], int]:
+    if not ctx.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        return group_id, [], ec.GROUP_AUTHORIZATION_FAILED
     if not is_coordinator(state, ctx, GROUP_KEY, group_id):
         return group_id, [], ec.NOT_COORDINATOR
+
+    def describable(topic: str) -> bool:
+        return ctx.allows(Operation.DESCRIBE, ResourceType.TOPIC, topic)
+
     partitions = None
+    refused: list[tuple[str, int]] = []
     if requested is not None:
-        partitions = [(t.name, p) for t in requested for p in t.partition_indexes]
+        partitions = [(t.name, p) for t in requested for p in t.partition_indexes if describable(t.name)]
+        refused = [(t.name, p) for t in requested for p in t.partition_indexes if not describable(t.name)]
     rows = state.groups.fetch_offsets(group_id=group_id, partitions=partitions, require_stable=require_stable)
+    if requested is None:
+        rows = [row for row in rows if describable(row[0][0])]
+    rows += [(tp, None, ec.TOPIC_AUTHORIZATION_FAILED) for tp in refused]
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), committed, error in rows:
         fields: dict[str, Any] = {

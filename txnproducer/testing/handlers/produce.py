@@ -16,6 +16,12 @@ Behaviour, per partition, in the broker's order:
   the log start offset and no message. All batches of a partition are appended or none.
 Any append wakes waiting fetches. With ``acks=0`` there is no answer at all.
 
+Authorization (KafkaApis.handleProduceRequest), before anything else:
+- a request carrying transactional batches needs Write on its transactional id: otherwise every partition is
+  answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED (with Kafka's message) and nothing is appended;
+- each topic needs Write: TOPIC_AUTHORIZATION_FAILED for each of its partitions (before the partition's
+  existence is checked); the other partitions are handled as usual.
+
 Version notes:
 - v10+: NOT_LEADER_OR_FOLLOWER carries ``current_leader`` and the response lists ``node_endpoints``.
 - v11: TRANSACTION_ABORTABLE for a partition not in the transaction (v3-10: INVALID_TXN_STATE with the
@@ -25,6 +31,9 @@ Version notes:
 - v13: topics are named by topic id; an unknown id is UNKNOWN_TOPIC_ID for each of its partitions.
 
 Simplifications: a single replica, so acks -1 and 1 are the same and the high watermark is the log end;
+without an authorizer, transactional batches without a transactional id stay INVALID_TXN_STATE per partition
+(Kafka answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED there even without one); with acks=0 an authorization
+failure is not answered (Kafka closes the connection);
 records are never decompressed or validated beyond the batch headers; ``log_append_time_ms`` is always -1
 (CreateTime) and ``record_errors`` always empty; no request timeout, quotas or throttling.
 """
@@ -40,7 +49,8 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .. import api_messages
 from ..cluster_state import ClusterState
-from ..partition_log import InvalidRecordsError, parse_batches
+from ..partition_log import HEADER, HEADER_SIZE, InvalidRecordsError, parse_batches
+from ..security.acl import Operation, ResourceType
 from ._common import broker_list, leader_hint
 from .api import Api, RequestContext
 
@@ -114,10 +124,50 @@ def _produce_partition(
     return out
 
 
+def _has_transactional_records(request: Any) -> bool:
+    """Whether any batch of the request has the transactional bit (Kafka's ``RequestUtils``); reads only
+    batch headers, so a malformed batch is left to the partition's own checks."""
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            data, pos = part.records or b"", 0
+            while pos + HEADER_SIZE <= len(data):
+                _, length, _, _, _, attributes, *_ = HEADER.unpack_from(data, pos)
+                if attributes & 0x10:
+                    return True
+                if length <= 0:
+                    break
+                pos += 12 + length
+    return False
+
+
+def _transactional_id_refused(ctx: RequestContext, request: Any) -> bool:
+    """Kafka: transactional batches need Write on the request's transactional id (a null id has none)."""
+    tid = request.transactional_id
+    if ctx.authorizer is None:
+        return False
+    if tid is not None and ctx.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return False
+    return _has_transactional_records(request)
+
+
+def _refused_partition(index: int, code: int, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": message}
+
+
 def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
+    if _transactional_id_refused(ctx, request):
+        if request.acks == 0:
+            return None
+        code = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return api_messages.build(ProduceResponse, v, {"throttle_time_ms": 0, "responses": [
+            {"name": t.name, "topic_id": getattr(t, "topic_id", None), "partition_responses": [
+                _refused_partition(p.index, code, ec.describe(code).description) for p in t.partition_data]}
+            for t in request.topic_data]})
     responses = []
     appended = False
+    writable: dict[str, bool] = {}
     for t in request.topic_data:
         name = t.name
         topic_id = getattr(t, "topic_id", None) if v >= 13 else None
@@ -128,6 +178,11 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         for part in t.partition_data:
             if name is None:
                 parts.append({"index": part.index, "error_code": ec.UNKNOWN_TOPIC_ID, "base_offset": -1})
+                continue
+            if name not in writable:
+                writable[name] = ctx.allows(Operation.WRITE, ResourceType.TOPIC, name)
+            if not writable[name]:
+                parts.append(_refused_partition(part.index, ec.TOPIC_AUTHORIZATION_FAILED))
                 continue
             entry = _produce_partition(state, ctx, request, name, part)
             appended = appended or (entry["error_code"] == ec.NONE)

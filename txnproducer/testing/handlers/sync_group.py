@@ -6,6 +6,9 @@ Behaviour:
   blocks until it arrives (or the round fails: REBALANCE_IN_PROGRESS). Errors: UNKNOWN_MEMBER_ID,
   ILLEGAL_GENERATION, FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS.
 
+Authorization (KafkaApis.handleSyncGroupRequest): Read on the group, before anything else
+(GROUP_AUTHORIZATION_FAILED).
+
 Version notes:
 - v3+: group instance id (static members).
 - v5+: protocol type and name, checked against the group's (INCONSISTENT_GROUP_PROTOCOL) and returned.
@@ -22,12 +25,16 @@ from kafka.protocol.consumer.group import SyncGroupResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY
+from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
 
 
 def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
+    if not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
+        return SyncGroupResponse[v](throttle_time_ms=0, error_code=ec.GROUP_AUTHORIZATION_FAILED,
+                                    assignment=b"")
     if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
         return SyncGroupResponse[v](throttle_time_ms=0, error_code=ec.NOT_COORDINATOR, assignment=b"")
     outcome = state.groups.sync(

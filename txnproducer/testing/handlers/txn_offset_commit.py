@@ -9,6 +9,11 @@ Behaviour:
   generation -1 always passes) and stages the offsets until the transaction's marker.
 - One error code for every partition of the request, in request order grouped by topic.
 
+Authorization (KafkaApis.handleTxnOffsetCommitRequest), before the coordinator checks: Write on the
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then Read on the group (GROUP_AUTHORIZATION_FAILED),
+each for every partition; then Read on each topic - a refused topic's partitions TOPIC_AUTHORIZATION_FAILED,
+the other partitions go on to the coordinator (and are committed if it accepts them).
+
 Version notes:
 - v2+: committed leader epoch (-1 before).
 - v3+ (KIP-447): generation id, member id and group instance id are checked.
@@ -25,6 +30,7 @@ from kafka.protocol.producer.transaction import TxnOffsetCommitResponse
 from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY, ClusterState
+from ..security.acl import Operation, ResourceType
 from ._common import is_coordinator
 from .api import Api, RequestContext
 
@@ -37,23 +43,45 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             leader_epoch = p.committed_leader_epoch if version >= 2 else -1
             offsets[(topic.name, int(p.partition_index))] = (int(p.committed_offset), int(leader_epoch),
                                                              p.committed_metadata)
-    if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
-        error = ec.NOT_COORDINATOR
-    elif not request.transactional_id:
-        error = ec.INVALID_REQUEST
-    else:
-        error = state.txn.txn_offset_commit(
-            request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
-            request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",
-            request.group_instance_id if version >= 3 else None, offsets, version)
+    errors = _refusals(ctx, request, offsets)
+    allowed = {tp: value for tp, value in offsets.items() if tp not in errors}
+    if allowed or not offsets:  # (an empty request still reaches the coordinator, as it always did here)
+        errors.update(dict.fromkeys(allowed, _commit(state, ctx, request, allowed)))
     resp_cls = TxnOffsetCommitResponse
     topic_cls = resp_cls.TxnOffsetCommitResponseTopic
     part_cls = topic_cls.TxnOffsetCommitResponsePartition
     grouped: dict[str, list[Any]] = {}
     for topic_name, partition in offsets:
-        grouped.setdefault(topic_name, []).append(part_cls(partition_index=partition, error_code=error))
+        grouped.setdefault(topic_name, []).append(
+            part_cls(partition_index=partition, error_code=errors[(topic_name, partition)]))
     return resp_cls[version](throttle_time_ms=0,
                              topics=[topic_cls(name=t, partitions=ps) for t, ps in grouped.items()])
+
+
+def _refusals(ctx: RequestContext, request: Any,
+              offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
+    """The partitions the principal may not commit, with their errors (every partition when the
+    transactional id or the group is refused)."""
+    if not ctx.allows(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return dict.fromkeys(offsets, ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
+        return dict.fromkeys(offsets, ec.GROUP_AUTHORIZATION_FAILED)
+    readable = {t: ctx.allows(Operation.READ, ResourceType.TOPIC, t) for t, _ in offsets}
+    return {tp: ec.TOPIC_AUTHORIZATION_FAILED for tp in offsets if not readable[tp[0]]}
+
+
+def _commit(state: ClusterState, ctx: RequestContext, request: Any,
+            offsets: dict[tuple[str, int], tuple[int, int, str | None]]) -> int:
+    """The coordinator's one error for ``offsets`` (staged until the transaction's marker on success)."""
+    version = ctx.api_version
+    if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
+        return ec.NOT_COORDINATOR
+    if not request.transactional_id:
+        return ec.INVALID_REQUEST
+    return state.txn.txn_offset_commit(
+        request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
+        request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",
+        request.group_instance_id if version >= 3 else None, offsets, version)
 
 
 API = Api(28, "TxnOffsetCommit", 0, 5, handle, tv1_max_version=4)
