@@ -14,6 +14,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from .config import ProducerConfig
 from .errors import (
     AbortableError,
+    AuthenticationError,
     BrokerError,
     ClosedError,
     ClusterAuthorizationError,
@@ -34,7 +35,9 @@ from .errors import (
     ProducerFencedError,
     RecordTooLargeError,
     RetriableError,
+    SaslAuthenticationError,
     SerializationError,
+    SslAuthenticationError,
     TimeoutError,
     TopicAuthorizationError,
     TransactionAbortableError,
@@ -54,6 +57,7 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
 
 __all__ = [
     "AbortableError",
+    "AuthenticationError",
     "BrokerError",
     "ClosedError",
     "ClusterAuthorizationError",
@@ -78,7 +82,9 @@ __all__ = [
     "RecordMetadata",
     "RecordTooLargeError",
     "RetriableError",
+    "SaslAuthenticationError",
     "SerializationError",
+    "SslAuthenticationError",
     "TimeoutError",
     "TopicAuthorizationError",
     "TopicPartition",

@@ -18,8 +18,6 @@ meets the same rules.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +31,9 @@ from txnproducer._internal.config_checks import (
     DEFAULT_RETRY_BACKOFF_MAX_MS,
     INT32_MAX,
     boolean,
+    check_security,
     check_transactional_id,
+    cipher_string,
     codec_available,
     derived_delivery_timeout,
     derived_reconnect_backoff_max,
@@ -44,13 +44,18 @@ from txnproducer._internal.config_checks import (
     one_of,
     optional_callable,
     optional_one_of,
+    optional_ssl_context,
     optional_str,
+    secret_str,
     software_version,
+    text,
     to_acks,
     to_compression,
     to_server_list,
     to_upper,
+    token_provider,
 )
+from txnproducer._internal.config_names import coerce_text, normalize_keys
 from txnproducer.errors import ConfigError
 
 __all__ = ["COMPRESSION_TYPES", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "ProducerConfig"]
@@ -108,10 +113,17 @@ class ProducerConfig:
     ``security_protocol``                      ``PLAINTEXT``       PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-*, GSSAPI, OAUTHBEARER
     ``sasl_plain_username``                    ``None``            user for PLAIN / SCRAM
-    ``sasl_plain_password``                    ``None``            password for PLAIN / SCRAM
+    ``sasl_plain_password``                    ``None``            password for PLAIN / SCRAM (secret)
+    ``sasl_oauth_token_provider``              ``None``            OAUTHBEARER tokens (``txnproducer.oauth``)
+    ``sasl_kerberos_service_name``             ``kafka``           GSSAPI: the brokers' Kerberos service
+    ``sasl_kerberos_domain_name``              ``None``            GSSAPI: host part of the broker principal
     ``ssl_cafile``                             ``None``            CA bundle to verify brokers
     ``ssl_certfile``                           ``None``            client certificate (mutual TLS)
     ``ssl_keyfile``                            ``None``            client private key (mutual TLS)
+    ``ssl_password``                           ``None``            password of an encrypted ``ssl_keyfile``
+    ``ssl_crlfile``                            ``None``            certificate revocation list (PEM)
+    ``ssl_ciphers``                            ``None``            OpenSSL cipher string (TLS 1.2)
+    ``ssl_context``                            ``None``            a ready ``ssl.SSLContext``
     ``ssl_check_hostname``                     ``True``            verify the broker's host name
     ``enable_2pc``                             ``False``           KIP-939 two-phase commit (InitProducer v6)
     =========================================  ==================  ==========================================
@@ -316,22 +328,66 @@ class ProducerConfig:
         ),
     )
     sasl_plain_username: str | None = attrs.field(
-        default=None, validator=optional_str, metadata=doc("User name for PLAIN and SCRAM.")
+        default=None, validator=optional_str,
+        metadata=doc("User name for PLAIN and SCRAM (Java: the username in sasl.jaas.config).")
     )
     sasl_plain_password: str | None = attrs.field(
-        default=None, validator=optional_str, repr=False, metadata=doc("Password for PLAIN and SCRAM.")
+        default=None, validator=secret_str, repr=False,
+        metadata=doc("Password for PLAIN and SCRAM (Java: the password in sasl.jaas.config). Never "
+                     "logged or shown.")
+    )
+    sasl_oauth_token_provider: Any = attrs.field(
+        default=None, validator=token_provider, repr=False, eq=False,
+        metadata=doc(
+            "OAUTHBEARER: a callable returning a txnproducer.oauth.OAuthBearerToken (or a token string), "
+            "e.g. txnproducer.oauth.ClientCredentialsTokenProvider, or an object with token() (and "
+            "optionally extensions()). Fetched when the producer starts and again at 80 % of each "
+            "token's lifetime, off the network thread. No Java equivalent (Java: a login callback "
+            "handler class).",
+        ),
+    )
+    sasl_kerberos_service_name: str = attrs.field(
+        default="kafka", validator=text,
+        metadata=doc("GSSAPI: the Kerberos service name the brokers run as.",
+                     java="sasl.kerberos.service.name"),
+    )
+    sasl_kerberos_domain_name: str | None = attrs.field(
+        default=None, validator=optional_str,
+        metadata=doc("GSSAPI: the host part of the brokers' principal; None: the host connected to."),
     )
     ssl_cafile: str | None = attrs.field(
-        default=None, validator=optional_str, metadata=doc("CA file to verify broker certificates.")
+        default=None, validator=optional_str,
+        metadata=doc("PEM file of the CA certificates that verify the brokers; None: the system's CAs.")
     )
     ssl_certfile: str | None = attrs.field(
-        default=None, validator=optional_str, metadata=doc("Client certificate for mutual TLS.")
+        default=None, validator=optional_str,
+        metadata=doc("Client certificate (PEM, may include the key) for mutual TLS.")
     )
     ssl_keyfile: str | None = attrs.field(
-        default=None, validator=optional_str, metadata=doc("Client private key for mutual TLS.")
+        default=None, validator=optional_str, metadata=doc("Client private key (PEM) for mutual TLS.")
+    )
+    ssl_password: str | None = attrs.field(
+        default=None, validator=secret_str, repr=False,
+        metadata=doc("Password of an encrypted ssl_keyfile. Never logged or shown.", java="ssl.key.password"),
+    )
+    ssl_crlfile: str | None = attrs.field(
+        default=None, validator=optional_str,
+        metadata=doc("PEM certificate revocation list: a revoked broker certificate is refused."),
+    )
+    ssl_ciphers: str | None = attrs.field(
+        default=None, validator=cipher_string,
+        metadata=doc("OpenSSL cipher string limiting the TLS 1.2 ciphers offered; None: Python's defaults.",
+                     java="ssl.cipher.suites"),
+    )
+    ssl_context: Any = attrs.field(
+        default=None, validator=optional_ssl_context, eq=False,
+        metadata=doc("A ready ssl.SSLContext for the brokers, used as given (its check_hostname and "
+                     "verify_mode decide); the other ssl_* settings must then be unset."),
     )
     ssl_check_hostname: bool = attrs.field(
-        default=True, validator=boolean, metadata=doc("Check that the broker certificate matches its host.")
+        default=True, validator=boolean,
+        metadata=doc("Check that the broker certificate matches its host.",
+                     java_aliases=("ssl.endpoint.identification.algorithm",)),
     )
     # --- two-phase commit (KIP-939) -----------------------------------------------------------------
     enable_2pc: bool = attrs.field(
@@ -392,6 +448,7 @@ class ProducerConfig:
                     f"sasl_plain_username and sasl_plain_password must be set for sasl_mechanism "
                     f"{self.sasl_mechanism!r}"
                 )
+        check_security(self)
 
     # --- construction from other spellings -----------------------------------------------------------
 
@@ -426,29 +483,9 @@ class ProducerConfig:
 
     @classmethod
     def normalize_keys(cls, mapping: Mapping[str, Any]) -> dict[str, Any]:
-        """Map Java or Python names to Python names; reject unknown or repeated keys.
-
-        Unknown keys are an error rather than ignored: a misspelt ``"linger.ms"`` silently falling
-        back to the default is the kind of bug that only shows up under load.
-        """
-        aliases = _aliases()
-        out: dict[str, Any] = {}
-        given_as: dict[str, str] = {}
-        for raw_key, value in mapping.items():
-            if not isinstance(raw_key, str):
-                raise ConfigError(f"configuration keys must be strings, got {raw_key!r}")
-            key = aliases.get(raw_key)
-            if key is None:
-                matches = difflib.get_close_matches(raw_key, list(aliases), n=3, cutoff=0.6)
-                hint = f"; did you mean {', '.join(repr(m) for m in matches)}?" if matches else ""
-                raise ConfigError(f"unknown configuration key {raw_key!r}{hint}")
-            if key in out:
-                raise ConfigError(
-                    f"configuration key {key!r} given twice (as {given_as[key]!r} and {raw_key!r})"
-                )
-            out[key] = value
-            given_as[key] = raw_key
-        return out
+        """Map Java or Python names to Python names; reject unknown or repeated keys (and say what
+        to use instead of a Java-only setting such as ``ssl.truststore.location``)."""
+        return normalize_keys(cls, mapping)
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> ProducerConfig:
@@ -457,7 +494,7 @@ class ProducerConfig:
         Values may also be text, as read from a Java ``.properties`` file: ``"5"`` for an int
         setting and ``"true"``/``"false"`` for a boolean one are converted first.
         """
-        values = {key: _coerce_text(key, value) for key, value in cls.normalize_keys(mapping).items()}
+        values = {key: coerce_text(cls, key, value) for key, value in cls.normalize_keys(mapping).items()}
         if "transactional_id" not in values:
             raise ConfigError("transactional_id (transactional.id) is required, got no value")
         return cls(**values)
@@ -514,35 +551,14 @@ class ProducerConfig:
             "sasl_mechanism": self.sasl_mechanism,
             "sasl_plain_username": self.sasl_plain_username,
             "sasl_plain_password": self.sasl_plain_password,
+            "sasl_kerberos_service_name": self.sasl_kerberos_service_name,
+            "sasl_kerberos_domain_name": self.sasl_kerberos_domain_name,
             "ssl_cafile": self.ssl_cafile,
             "ssl_certfile": self.ssl_certfile,
             "ssl_keyfile": self.ssl_keyfile,
+            "ssl_password": self.ssl_password,
+            "ssl_crlfile": self.ssl_crlfile,
+            "ssl_context": self.ssl_context,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
         return kwargs
-
-
-_INT_TEXT = re.compile(r"^\s*-?\d+\s*$")
-
-
-def _coerce_text(key: str, value: Any) -> Any:
-    """Convert properties-file text to the setting's type; anything else is left to the validators."""
-    if not isinstance(value, str):
-        return value
-    default = attrs.fields_dict(ProducerConfig)[key].default
-    if isinstance(default, bool):
-        lowered = value.strip().lower()
-        return {"true": True, "false": False}.get(lowered, value)
-    if isinstance(default, (int, attrs.Factory)) and _INT_TEXT.match(value):  # type: ignore[arg-type]
-        return int(value)
-    return value
-
-
-def _aliases() -> dict[str, str]:
-    """Every accepted spelling -> Python name."""
-    table: dict[str, str] = {}
-    for key in ProducerConfig.key_names():
-        table[key] = key
-        table[key.replace("_", ".")] = key
-        table[ProducerConfig.java_name(key)] = key
-    return table

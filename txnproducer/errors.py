@@ -28,6 +28,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 __all__ = [
     "AbortableError",
+    "AuthenticationError",
     "BrokerError",
     "ClosedError",
     "ClusterAuthorizationError",
@@ -47,7 +48,9 @@ __all__ = [
     "ProducerFencedError",
     "RecordTooLargeError",
     "RetriableError",
+    "SaslAuthenticationError",
     "SerializationError",
+    "SslAuthenticationError",
     "TimeoutError",
     "TopicAuthorizationError",
     "TransactionAbortableError",
@@ -219,14 +222,40 @@ class ProducerFencedError(FatalError):
     error_code = ec.PRODUCER_FENCED
 
 
+class AuthenticationError(FatalError):
+    """A connection to a broker could not be authenticated: TLS (:class:`SslAuthenticationError`)
+    or SASL (:class:`SaslAuthenticationError`). The message names the broker, the mechanism and
+    user (never a secret), the cause and what to change.
+
+    Fatal, as in the Java client (KAFKA-5947): retrying with the same credentials cannot succeed,
+    and waiting out ``max_block_ms`` would only hide the cause. The error is raised by the call
+    that needed the connection (``init_transactions``, ``send``, ``partitions_for``,
+    ``commit_transaction``, ...) as soon as the broker refused us; close the producer, fix the
+    setting the message names, and create a new one.
+    """
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL authentication failed: wrong user name or password, an unknown or expired OAuth token, a
+    mechanism the broker does not enable, or a token provider that failed."""
+
+    error_code = ec.SASL_AUTHENTICATION_FAILED
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: the broker's certificate is not trusted (``ssl_cafile``) or does
+    not name the host, the broker wants a client certificate it trusts (``ssl_certfile``), or the
+    listener does not speak TLS at all."""
+
 
 
 class TransactionalIdAuthorizationError(FatalError):
     """The principal may not use this ``transactional_id``: fix the ACLs, then create a new producer.
 
-    Raised by ``init_transactions()`` (InitProducerId refused), the producer was never
-    initialized and stays so: fix the ACLs and call ``init_transactions()`` again, as with the
-    Java client. Raised anywhere else, the producer is done.
+    As in the Java client: when InitProducerId is refused (the principal may DESCRIBE the id but
+    not WRITE it), the producer stays uninitialized - fix the ACLs and call ``init_transactions()``
+    again. When the coordinator lookup itself is refused (no ACL on the id at all), or the error
+    comes later, the producer is done: create a new one once the ACL is in place.
     """
 
     error_code = ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED

@@ -471,7 +471,12 @@ class TransactionalProducer:
             ensure_valid_topic_name(topic)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRecordError(f"invalid topic name {topic!r}: {exc}") from None
-        return self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+        try:
+            return self._net.wait_for_topic(topic, max(0.0, deadline - time.monotonic()))
+        except errors.TopicAuthorizationError as exc:
+            # as the Java client's send(): the open transaction can no longer commit
+            self._tm.transition_to_abortable_error(exc)
+            raise
 
     def _partition(self, topic: str, parts: list[int], partition: int | None, key: Any) -> int:
         if partition is not None:

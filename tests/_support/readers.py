@@ -22,11 +22,11 @@ __all__ = ["assert_no_open_transaction", "end_offsets", "read_all", "read_values
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int,
-                isolation_level: str = "read_uncommitted") -> dict[int, int]:
+                isolation_level: str = "read_uncommitted", **client: Any) -> dict[int, int]:
     """ListOffsets latest per partition: the high watermark (read_uncommitted) or the last stable
-    offset (read_committed)."""
+    offset (read_committed). ``client``: kafka-python settings (security) for the consumer."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level,
-                             enable_auto_commit=False)
+                             enable_auto_commit=False, **client)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
@@ -35,12 +35,13 @@ def end_offsets(bootstrap: str, topic: str, partitions: int,
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, isolation_level: str = "read_committed",
-             wait_s: float = 60.0) -> dict[int, list[Any]]:
+             wait_s: float = 60.0, **client: Any) -> dict[int, list[Any]]:
     """Every record a kafka-python consumer with ``isolation_level`` sees in ``topic``, per partition,
     up to the end offsets it finds when it starts (the last stable offset under read_committed).
-    Fails when that takes longer than ``wait_s``."""
+    Fails when that takes longer than ``wait_s``. ``client``: kafka-python settings (security)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level,
-                             enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=50)
+                             enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=50,
+                             **client)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
@@ -57,16 +58,17 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation_level: str =
         consumer.close()
 
 
-def read_values(bootstrap: str, topic: str, partitions: int, wait_s: float = 60.0) -> list[bytes]:
+def read_values(bootstrap: str, topic: str, partitions: int, wait_s: float = 60.0,
+                **client: Any) -> list[bytes]:
     """The values a read_committed consumer sees in ``topic``, partition after partition."""
-    seen = read_all(bootstrap, topic, partitions, "read_committed", wait_s)
+    seen = read_all(bootstrap, topic, partitions, "read_committed", wait_s, **client)
     return [r.value for p in range(partitions) for r in seen[p]]
 
 
-def assert_no_open_transaction(bootstrap: str, topic: str, partitions: int) -> None:
+def assert_no_open_transaction(bootstrap: str, topic: str, partitions: int, **client: Any) -> None:
     """No transaction holds ``topic`` back: the last stable offset equals the high watermark."""
-    lso = end_offsets(bootstrap, topic, partitions, "read_committed")
-    hw = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
+    lso = end_offsets(bootstrap, topic, partitions, "read_committed", **client)
+    hw = end_offsets(bootstrap, topic, partitions, "read_uncommitted", **client)
     assert lso == hw, f"{topic}: a transaction is open (LSO {lso}, HW {hw})"
 
 

@@ -33,9 +33,12 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.errors", ("txnproducer._internal.protocol",)),
     ("txnproducer.prepared", ("txnproducer.errors",)),
     ("txnproducer._internal.config_checks", ("txnproducer.errors",)),
-    ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks")),
+    ("txnproducer._internal.config_names", ("txnproducer.errors",)),
+    ("txnproducer.oauth", ("txnproducer.errors",)),
+    ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks",
+                            "txnproducer._internal.config_names")),
     ("txnproducer._internal.network", (
-        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+        "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",
         "txnproducer._internal.log",
     )),
     ("txnproducer._internal.batching", (

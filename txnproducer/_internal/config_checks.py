@@ -56,6 +56,11 @@ def optional_str(_inst: Any, attr: attrs.Attribute[str | None], value: str | Non
         raise fail(attr.name, "a string or None", value)
 
 
+def text(_inst: Any, attr: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise fail(attr.name, "a non-empty string", value)
+
+
 def boolean(_inst: Any, attr: attrs.Attribute[bool], value: bool) -> None:
     if not isinstance(value, bool):
         raise fail(attr.name, "True or False", value)
@@ -187,7 +192,81 @@ def derived_reconnect_backoff_max(cfg: Any) -> int:
     return max(DEFAULT_RECONNECT_BACKOFF_MAX_MS, _int_or(cfg.reconnect_backoff_ms, 0))
 
 
-def doc(text: str, java: str | None = None) -> dict[str, str]:
-    return {"doc": text, "java": java or ""}
+def doc(text: str, java: str | None = None, java_aliases: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A setting's metadata: its meaning, its Java name, and other Java names that mean it."""
+    return {"doc": text, "java": java or "", "java_aliases": java_aliases}
 
 
+def secret_str(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    """Like :func:`optional_str`, but a wrong value is described, never shown: it is a secret."""
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{attr.name} must be a string or None, got a {type(value).__name__} "
+                          "(value not shown: it is a secret)")
+
+
+def token_provider(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value) and not callable(getattr(value, "token", None)):
+        raise ConfigError(
+            f"{attr.name} must be a callable returning a txnproducer.oauth.OAuthBearerToken (or a "
+            f"token string), or an object with a token() method; got a {type(value).__name__}")
+
+
+def optional_ssl_context(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    import ssl
+
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise fail(attr.name, "an ssl.SSLContext or None", value)
+
+
+def cipher_string(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    """OpenSSL must select at least one cipher from ``value`` (checked on a throw-away context)."""
+    import ssl
+
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise fail(attr.name, "an OpenSSL cipher string or None", value)
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).set_ciphers(value)
+    except ssl.SSLError:
+        raise ConfigError(
+            f"{attr.name} {value!r} selects no cipher OpenSSL knows. Use OpenSSL names "
+            "(e.g. 'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES256-GCM-SHA384'), not Java's IANA "
+            "names (TLS_ECDHE_RSA_WITH_...); TLS 1.3 suites are not affected by this setting") from None
+
+
+
+
+_TLS_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile", "ssl_ciphers")
+
+
+def check_security(cfg: Any) -> None:
+    """Cross-field rules of the security settings: a setting that would be silently ignored is an
+    error (a CA file given with PLAINTEXT is a forgotten ``security_protocol``, not a wish)."""
+    import importlib.util
+
+    tls = cfg.security_protocol in ("SSL", "SASL_SSL")
+    given = [name for name in _TLS_FILES if getattr(cfg, name) is not None]
+    if not tls and (given or cfg.ssl_context is not None):
+        names = ", ".join(given + (["ssl_context"] if cfg.ssl_context is not None else []))
+        raise ConfigError(f"{names} set but security_protocol is {cfg.security_protocol!r}, which does "
+                          "not use TLS; use 'SSL' or 'SASL_SSL'")
+    if cfg.ssl_context is not None and given:
+        raise ConfigError(f"ssl_context is set, so {', '.join(given)} would be ignored: load them into "
+                          "the context instead (load_verify_locations, load_cert_chain, set_ciphers)")
+    if cfg.ssl_keyfile is not None and cfg.ssl_certfile is None:
+        raise ConfigError("ssl_keyfile is set without ssl_certfile: mutual TLS needs the certificate too")
+    if cfg.ssl_password is not None and cfg.ssl_certfile is None:
+        raise ConfigError("ssl_password is set without ssl_certfile/ssl_keyfile: it is the password of "
+                          "an encrypted client key")
+    mechanism = cfg.sasl_mechanism
+    if mechanism == "OAUTHBEARER" and cfg.sasl_oauth_token_provider is None:
+        raise ConfigError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_provider: a callable returning "
+                          "a txnproducer.oauth.OAuthBearerToken (see ClientCredentialsTokenProvider)")
+    if cfg.sasl_oauth_token_provider is not None and mechanism != "OAUTHBEARER":
+        raise ConfigError(f"sasl_oauth_token_provider is set but sasl_mechanism is {mechanism!r}; "
+                          "use 'OAUTHBEARER'")
+    if mechanism == "GSSAPI" and importlib.util.find_spec("gssapi") is None:
+        raise ConfigError("sasl_mechanism GSSAPI needs the Python package 'gssapi' (pip install gssapi; "
+                          "building it needs the Kerberos development files, e.g. libkrb5-dev) and a "
+                          "Kerberos ticket (kinit) or client keytab (KRB5_CLIENT_KTNAME)")

@@ -214,6 +214,11 @@ class Sender(threading.Thread):
         net = self._net
         tm = self._tm
         net.maintain()
+        auth_error = net.auth_error
+        if auth_error is not None and not tm.has_fatal_error():
+            # TLS or SASL refused us: fatal, as in the Java client (its Sender hands the
+            # AuthenticationException to the transaction manager, which fails every request)
+            tm.transition_to_fatal_error(auth_error)
         self._expire_batches(time.monotonic())
         if not self._apply_transaction_version():
             net.poll(self._idle_poll_s)

@@ -1,12 +1,16 @@
-"""The network: connections to brokers, cluster metadata, and what each broker supports.
+"""The network: connections to brokers, cluster metadata, what each broker supports, and security.
 
 What the room holds: :class:`~.client.NetworkClient` (the Sender's one surface over kafka-python's
 connections and metadata, and the only object application threads may poke: wake the Sender, wait
 for a topic), :class:`~.connection.DirectConnection` (the Sender's own plaintext connection),
-:class:`~.selector.QuietMissSelector` (one poll for both kinds of socket) and
-:class:`~.api_versions.BrokerFeatures` (what ApiVersions told us).
+:class:`~.selector.QuietMissSelector` (one poll for both kinds of socket),
+:class:`~.api_versions.BrokerFeatures` (what ApiVersions told us), and the secured-cluster pieces:
+:mod:`~.secured` (kafka-python's connection manager, made to report TLS/SASL failures),
+:mod:`~.auth_failures` (what a failed connection means), :mod:`~.tls_context` (the TLS context,
+built once), :mod:`~.oauth_tokens` (the OAUTHBEARER token cache) and :mod:`~.redaction` (no
+credentials in kafka-python's DEBUG lines).
 
-What it may import: ``txnproducer.errors``, ``txnproducer.config``, ``_internal.protocol`` and
-``_internal.log`` - never the accumulator, the Sender or the transaction manager: the network
-knows nothing of transactions.
+What it may import: ``txnproducer.errors``, ``txnproducer.config``, ``txnproducer.oauth``,
+``_internal.protocol`` and ``_internal.log`` - never the accumulator, the Sender or the transaction
+manager: the network knows nothing of transactions.
 """

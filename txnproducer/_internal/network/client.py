@@ -22,6 +22,7 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
+from kafka.net.selector import NetworkSelector
 from kafka.net.transport import KafkaTCPTransport
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
@@ -29,14 +30,21 @@ from kafka.structs import TopicPartition
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
+from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
 from txnproducer._internal.network.connection import DirectConnection
+from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
+from txnproducer._internal.network.redaction import install_secret_filter
+from txnproducer._internal.network.secured import EofLastTCPTransport, SecuredConnectionManager
 from txnproducer._internal.network.selector import QuietMissSelector
+from txnproducer._internal.network.tls_context import build_ssl_context
 from txnproducer._internal.protocol import error_codes as ec
 from txnproducer.config import ProducerConfig
 
 __all__ = ["NetworkClient"]
 
 _API_VERSIONS_VERSION = 3  # the first version with finalized features (KIP-584)
+# transports whose writes may be done at once (TLS transports may need a read first)
+_PLAIN_TRANSPORTS = (KafkaTCPTransport, EofLastTCPTransport)
 
 
 class NetworkClient:
@@ -53,16 +61,23 @@ class NetworkClient:
 
     def __init__(self, config: ProducerConfig, client: Any = None) -> None:
         self._config = config
-        self._client = client if client is not None else KafkaNetClient(
-            selector=QuietMissSelector, **config.kafka_client_kwargs())
+        install_secret_filter()
+        self._cond = threading.Condition()
+        self._diagnosis = ConnectionDiagnosis(config)
+        self._auth_error: errors.AuthenticationError | None = None
+        self._token_cache: TokenCache | None = None
+        self._client = client if client is not None else self._kafka_client(config)
         self._direct_io = (client is None and self.direct_io_enabled
                            and config.security_protocol == "PLAINTEXT")
         self._direct: dict[Any, DirectConnection] = {}
         self._reconnect: dict[Any, tuple[int, float]] = {}  # node -> (failures in a row, not before)
         self.cluster = self._client.cluster
         self._manager = self._client._manager
-        self._cond = threading.Condition()
         self._topics_to_add: set[str] = set()
+        # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
+        # metadata answers, so that a waiting send() can tell a fresh refusal from an old one
+        self._unauthorized: frozenset[str] = frozenset()
+        self._metadata_answers = 0
         # topic -> sorted partition ids, replaced (not mutated) on every metadata update;
         # send() reads it directly (a hit is one dict lookup), partitions_for() fills it
         self.partition_cache: dict[str, list[int]] = {}
@@ -75,6 +90,50 @@ class NetworkClient:
         self._closed = False
         self._log = get_logger("txnproducer.network")
         self.cluster.add_listener(self._on_metadata)
+
+    def _kafka_client(self, config: ProducerConfig) -> Any:
+        """kafka-python's client, with the connection manager that reports TLS/SASL failures
+        (:mod:`secured`), the TLS context built once and, for OAUTHBEARER, the token cache."""
+        kwargs = config.kafka_client_kwargs()
+        context = build_ssl_context(config)  # ConfigError now, not per connection later
+        if context is not None:
+            kwargs["ssl_context"] = context
+        if config.sasl_mechanism == "OAUTHBEARER":
+            self._token_cache = TokenCache(as_token_source(config.sasl_oauth_token_provider),
+                                           config.transactional_id)
+            kwargs["sasl_oauth_token_provider"] = self._token_cache
+        net = NetworkSelector(selector=QuietMissSelector, **kwargs)
+        manager = SecuredConnectionManager(net, self._connection_failed, self._diagnosis.connected,
+                                           **kwargs)
+        return KafkaNetClient(net=net, manager=manager)
+
+    def _connection_failed(self, node: Any, broker: Any, exc: BaseException) -> None:
+        """A kafka-python connection's setup failed (Sender thread): an authentication error ends
+        every wait at once; anything else is kept for the message of a call that times out."""
+        verdict = self._diagnosis.failed(node, broker, exc)
+        if verdict is None:
+            self._log.debug("txn.connection_failed", node=node, error=f"{type(exc).__name__}: {exc}")
+            return
+        with self._cond:
+            first = self._auth_error is None
+            if first:
+                self._auth_error = verdict
+            self._cond.notify_all()
+        if first:
+            self._log.error("txn.authentication_failed", node=node, error=str(verdict))
+
+    @property
+    def auth_error(self) -> errors.AuthenticationError | None:
+        """The first authentication failure (TLS or SASL), if any: fatal for the producer."""
+        return self._auth_error
+
+    def _why_unreachable(self) -> str:
+        last = self._diagnosis.last_errors()
+        if last is not None:
+            return f" (last connection errors: {last})"
+        if self._features_error is not None:
+            return f" (last error: {self._features_error})"
+        return ""
 
     # -- any thread ----------------------------------------------------------------------------
 
@@ -91,14 +150,16 @@ class NetworkClient:
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while self._features is None:
+                if self._auth_error is not None:
+                    raise self._auth_error
                 if self._closed:
                     raise errors.ClosedError("producer closed while connecting to the cluster")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    detail = f" (last error: {self._features_error})" if self._features_error else ""
                     raise errors.TimeoutError(
                         f"could not reach the cluster at {self._config.bootstrap_servers} within "
-                        f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout){detail}")
+                        f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout)"
+                        f"{self._why_unreachable()}")
                 self._cond.wait(remaining)
             return self._features
 
@@ -126,10 +187,16 @@ class NetworkClient:
         self.wakeup()
 
     def wait_for_topic(self, topic: str, timeout_s: float) -> list[int]:
-        """Partitions of ``topic``, fetching metadata if needed; TimeoutError after ``timeout_s``."""
+        """Partitions of ``topic``, fetching metadata if needed; TimeoutError after ``timeout_s``.
+
+        A topic the principal may not describe raises TopicAuthorizationError as soon as a
+        metadata answer *fetched for this call* refuses it (an earlier refusal is asked again,
+        so that an ACL granted meanwhile is seen), as the Java client's ``waitOnMetadata``."""
         parts = self.partitions_for(topic)
         if parts:
             return parts
+        with self._cond:
+            answers_before = self._metadata_answers
         self.request_topic(topic)
         deadline = time.monotonic() + timeout_s
         with self._cond:
@@ -137,18 +204,28 @@ class NetworkClient:
                 parts = self.partitions_for(topic)
                 if parts:
                     return parts
+                if self._auth_error is not None:
+                    raise self._auth_error
+                if topic in self._unauthorized and self._metadata_answers > answers_before:
+                    raise errors.TopicAuthorizationError(
+                        f"not authorized to access topic {topic!r}: the cluster refused to describe it "
+                        "(TOPIC_AUTHORIZATION_FAILED). Grant this principal DESCRIBE and WRITE on the "
+                        "topic; abort the transaction and retry once the ACL is in place.",
+                        error_code=ec.TOPIC_AUTHORIZATION_FAILED)
                 if self._closed:
                     raise errors.ClosedError("producer closed while waiting for topic metadata")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise errors.TimeoutError(
                         f"topic {topic!r} not present in metadata after {int(timeout_s * 1000)} ms "
-                        "(max_block_ms)")
+                        f"(max_block_ms){self._why_unreachable()}")
                 self._cond.wait(remaining)
 
-    def _on_metadata(self, _cluster: Any) -> None:
+    def _on_metadata(self, cluster: Any) -> None:
         with self._cond:
             self.partition_cache = {}  # replaced, not mutated: readers need no lock
+            self._unauthorized = frozenset(cluster.unauthorized_topics)
+            self._metadata_answers += 1
             self._cond.notify_all()
 
     # -- Sender thread ---------------------------------------------------------------------------
@@ -431,7 +508,7 @@ class NetworkClient:
         """
         conn = self._manager._conns.get(node)
         transport: Any = getattr(conn, "transport", None)
-        if type(transport) is not KafkaTCPTransport or transport._closed or not transport._write_buffer:
+        if type(transport) not in _PLAIN_TRANSPORTS or transport._closed or not transport._write_buffer:
             return
         sent, err = transport._sock_send()
         if err is not None:
@@ -475,5 +552,7 @@ class NetworkClient:
             self._cond.notify_all()
         for conn in list(self._direct.values()):
             conn.close(errors.ClosedError("producer closed before the broker answered"))
+        if self._token_cache is not None:
+            self._token_cache.close()
         with contextlib.suppress(Exception):  # closing must not raise; the sockets go either way
             self._client.close()

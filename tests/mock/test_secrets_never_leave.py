@@ -1,0 +1,178 @@
+"""No password, token, client secret or key password leaves the producer: DEBUG on for every logger,
+every secured scenario run (successes and refusals), and all that was logged, printed, raised,
+repr'd and reported as a metric is scanned for each secret.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._support.security import SecuredTarget, producer, producer_settings
+from tests._support.token_endpoint import token_endpoint
+from txnproducer import ProducerConfig, errors
+from txnproducer.oauth import ClientCredentialsTokenProvider, OAuthBearerToken
+from txnproducer.testing import MockCluster, OAuthToken
+
+pytest.importorskip("trustme")
+
+SECRETS = {
+    "plain": "Pl41n-pa55word-xyz",
+    "scram": "Scr4m-pa55word-xyz",
+    "wrong": "Wr0ng-pa55word-xyz",
+    "token": "eyJ-bearer-token-value-xyz",
+    "client_secret": "0auth-client-secret-xyz",
+    "key_password": "K3y-pa55word-xyz",
+    "bytes_password": "Byt3s-pa55word-xyz",
+}
+
+
+class _Everything(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def debug_everywhere() -> Iterator[_Everything]:
+    """DEBUG for the root logger and every logger that exists (kafka-python's, ours, the mock's)."""
+    handler = _Everything()
+    root = logging.getLogger()
+    saved = {name: lg.level for name, lg in logging.root.manager.loggerDict.items()
+             if isinstance(lg, logging.Logger)}
+    saved_root = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    for name in saved:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_root)
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _encrypted_key(keyfile: str, password: str, out: Path) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(Path(keyfile).read_bytes(), password=None)
+    out.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.BestAvailableEncryption(password.encode())))
+    return str(out)
+
+
+def _everything_about(p: Any, seen: list[str]) -> None:
+    seen.extend([repr(p), repr(p.config), str(p.metrics())])
+
+
+def _describe(exc: BaseException, seen: list[str]) -> None:
+    cur: BaseException | None = exc
+    while cur is not None:
+        seen.extend([str(cur), repr(cur)])
+        cur = cur.__cause__ or cur.__context__
+
+
+def test_no_secret_in_any_log_repr_metric_or_error(debug_everywhere: _Everything, capfd: Any,
+                                                   tmp_path: Path) -> None:
+    seen: list[str] = []
+    users = {"alice": SECRETS["plain"], "bob": SECRETS["scram"]}
+    tokens = {SECRETS["token"]: OAuthToken("alice")}
+    with MockCluster(num_brokers=1, tls=True, tls_client_auth="requested",
+                     sasl_mechanisms=["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"], users=users,
+                     oauth_tokens=tokens) as cluster, \
+            token_endpoint("kafka-client", SECRETS["client_secret"], [SECRETS["token"]]) as endpoint:
+        cluster.create_topic("t", partitions=1)
+        target = SecuredTarget(cluster.bootstrap_servers, cluster.security_protocol, cluster.ca_file, users,
+                               oauth_token=lambda _user: OAuthBearerToken(SECRETS["token"]))
+        certfile, keyfile = cluster.client_certificate("alice")
+        encrypted = _encrypted_key(keyfile, SECRETS["key_password"], tmp_path / "key.pem")
+        provider = ClientCredentialsTokenProvider(endpoint.url, "kafka-client", SECRETS["client_secret"])
+        seen.append(repr(provider))
+        runs: list[tuple[str, dict[str, Any]]] = [
+            ("plain", producer_settings(target, "PLAIN", "alice")),
+            ("scram", producer_settings(target, "SCRAM-SHA-512", "bob")),
+            ("oauth", {**producer_settings(target, "OAUTHBEARER"), "sasl_oauth_token_provider": provider}),
+            ("mtls-encrypted-key", {**producer_settings(target, "PLAIN", "alice"), "ssl_certfile": certfile,
+                                    "ssl_keyfile": encrypted, "ssl_password": SECRETS["key_password"]}),
+        ]
+        for name, settings in runs:
+            with producer(f"tx-{name}", **settings) as p:
+                p.init_transactions()
+                with p.transaction():
+                    p.send("t", b"v", partition=0)
+                _everything_about(p, seen)
+        # refusals: the wrong password is a secret too
+        wrong = {**producer_settings(target, "PLAIN", "alice"), "sasl_plain_password": SECRETS["wrong"]}
+        with producer("tx-wrong", **wrong) as p:
+            with pytest.raises(errors.SaslAuthenticationError) as refused:
+                p.init_transactions()
+            _describe(refused.value, seen)
+            _everything_about(p, seen)
+        bad_key = {**runs[3][1], "ssl_password": SECRETS["wrong"]}
+        with pytest.raises(errors.ConfigError) as bad:
+            producer("tx-bad-key", **bad_key).__enter__()
+        _describe(bad.value, seen)
+        with pytest.raises(errors.ConfigError) as not_text:
+            ProducerConfig(transactional_id="x", sasl_plain_password=SECRETS["bytes_password"].encode())
+        _describe(not_text.value, seen)
+        with pytest.raises(errors.ConfigError) as jaas:
+            ProducerConfig.from_mapping({"transactional.id": "x", "sasl.jaas.config":
+                                         f'PlainLoginModule required password="{SECRETS["plain"]}";'})
+        _describe(jaas.value, seen)
+    captured = capfd.readouterr()
+    everything = "\n".join([*debug_everywhere.lines, captured.out, captured.err, *seen])
+    # the scan found the DEBUG output it was meant to scan (kafka-python's request lines included)
+    assert "SaslAuthenticate" in everything and "DEBUG" in everything
+    leaks = {name: secret for name, secret in SECRETS.items() if secret in everything}
+    assert not leaks, f"secrets found in the output: {sorted(leaks)}"
+
+
+def _authenticate_with_kafka_python(settings: dict[str, Any]) -> None:
+    """One SASL connection through kafka-python's own client (what the producer's connections use)."""
+    from kafka.net.compat import KafkaNetClient
+
+    client = KafkaNetClient(**settings)
+    try:
+        client._manager.bootstrap(timeout_ms=5000)
+    finally:
+        client.close()
+
+
+def test_the_filter_is_what_keeps_kafka_pythons_debug_lines_clean(debug_everywhere: _Everything) -> None:
+    """Regression guard for the filter itself: without it kafka-python logs the PLAIN password."""
+    from txnproducer._internal.network.redaction import LOGGERS, SecretFilter
+
+    with MockCluster(num_brokers=1, sasl_mechanisms=["PLAIN"], users={"alice": SECRETS["plain"]}) as cluster:
+        target = SecuredTarget(cluster.bootstrap_servers, cluster.security_protocol, None,
+                               {"alice": SECRETS["plain"]})
+        removed = []
+        for name in LOGGERS:
+            lg = logging.getLogger(name)
+            removed += [(lg, f) for f in lg.filters if isinstance(f, SecretFilter)]
+        try:
+            for lg, f in removed:
+                lg.removeFilter(f)
+            _authenticate_with_kafka_python(producer_settings(target, "PLAIN"))
+            unfiltered = "\n".join(debug_everywhere.lines)
+            debug_everywhere.lines.clear()
+            for lg, f in removed:
+                lg.addFilter(f)
+            _authenticate_with_kafka_python(producer_settings(target, "PLAIN"))
+            filtered = "\n".join(debug_everywhere.lines)
+        finally:
+            for lg, f in removed:
+                if f not in lg.filters:
+                    lg.addFilter(f)
+    assert SECRETS["plain"] in unfiltered
+    assert SECRETS["plain"] not in filtered and "SaslAuthenticateRequest: redacted" in filtered
+
