@@ -50,42 +50,41 @@ def _tls(target: SecuredTarget, user: str, client_cert: bool) -> dict[str, Any]:
     return settings
 
 
+def _sasl(target: SecuredTarget, mechanism: str | None, user: str, provider: Callable[[Any], Any]
+          ) -> dict[str, Any]:
+    """The SASL settings for ``user``: a password, or ``provider(token_for_user)`` for OAUTHBEARER."""
+    if mechanism is None:
+        return {}
+    settings: dict[str, Any] = {"sasl_mechanism": mechanism}
+    if mechanism in SASL_USER_MECHANISMS:
+        settings.update(sasl_plain_username=user, sasl_plain_password=target.users[user])
+    elif mechanism == "OAUTHBEARER":
+        assert target.oauth_token is not None
+        token_for = target.oauth_token
+        settings["sasl_oauth_token_provider"] = provider(lambda: token_for(user))
+    return settings
+
+
 def producer_settings(target: SecuredTarget, mechanism: str | None, user: str = "alice",
                       client_cert: bool = True) -> dict[str, Any]:
     """TransactionalProducer settings authenticating as ``user`` with ``mechanism`` (None: TLS only)."""
-    settings: dict[str, Any] = {"bootstrap_servers": target.bootstrap,
-                                "security_protocol": target.security_protocol,
-                                **_tls(target, user, client_cert)}
-    if mechanism is not None:
-        settings["sasl_mechanism"] = mechanism
-        if mechanism in SASL_USER_MECHANISMS:
-            settings.update(sasl_plain_username=user, sasl_plain_password=target.users[user])
-        elif mechanism == "OAUTHBEARER":
-            assert target.oauth_token is not None
-            token_for = target.oauth_token
-            settings["sasl_oauth_token_provider"] = lambda: token_for(user)
-    return settings
+    return {"bootstrap_servers": target.bootstrap, "security_protocol": target.security_protocol,
+            **_tls(target, user, client_cert), **_sasl(target, mechanism, user, lambda fetch: fetch)}
 
 
 def reader_settings(target: SecuredTarget, mechanism: str | None, user: str = "alice") -> dict[str, Any]:
     """kafka-python consumer settings for the same listener and user (a reader that authenticates)."""
-    settings: dict[str, Any] = {"security_protocol": target.security_protocol, **_tls(target, user, True)}
-    if mechanism is not None:
-        settings["sasl_mechanism"] = mechanism
-        if mechanism in SASL_USER_MECHANISMS:
-            settings.update(sasl_plain_username=user, sasl_plain_password=target.users[user])
-        elif mechanism == "OAUTHBEARER":
-            from kafka.net.sasl.oauth import AbstractTokenProvider
+    from kafka.net.sasl.oauth import AbstractTokenProvider
 
-            assert target.oauth_token is not None
-            token_for = target.oauth_token
+    def kafka_python_provider(fetch: Callable[[], OAuthBearerToken]) -> AbstractTokenProvider:
+        class _Provider(AbstractTokenProvider):  # type: ignore[misc]
+            def token(self) -> str:
+                return fetch().value
 
-            class _Provider(AbstractTokenProvider):  # type: ignore[misc]
-                def token(self) -> str:
-                    return token_for(user).value
+        return _Provider()
 
-            settings["sasl_oauth_token_provider"] = _Provider()
-    return settings
+    return {"security_protocol": target.security_protocol, **_tls(target, user, True),
+            **_sasl(target, mechanism, user, kafka_python_provider)}
 
 
 @contextmanager
