@@ -351,6 +351,7 @@ class ProducerWorker(threading.Thread):
                     also: tuple[type[BaseException], ...]) -> None:
         """``call(timeout)``, made again after a TimeoutError or RetriableError (or one of ``also``), up to
         CALL_ATTEMPTS times; the last attempt's error is raised."""
+        again: tuple[type[BaseException], ...] = (errors.TimeoutError, errors.RetriableError, *also)
         for attempt in range(CALL_ATTEMPTS):
             timeout = self.rng.choice([None, self._max_block_s / 2])
             bound = self._max_block_s if timeout is None else timeout
@@ -358,7 +359,7 @@ class ProducerWorker(threading.Thread):
                 with self.ledger.timed(self.producer_name, txn, name, bound):
                     call(timeout)
                 return
-            except (errors.TimeoutError, errors.RetriableError, *also) as exc:
+            except again as exc:
                 if attempt == CALL_ATTEMPTS - 1:
                     raise
                 self._expected(name, exc, txn)

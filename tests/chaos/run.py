@@ -96,8 +96,8 @@ class ChaosSettings:
     kinds: tuple[str, ...] = DEFAULT_KINDS
     slack_s: float = 1.0
     calm_transactions: int = 5
-    hold_s: tuple[float, float] = (0.1, 1.0)
-    gap_s: tuple[float, float] = (0.0, 0.3)
+    hold_s: tuple[float, float] = (0.05, 1.0)  # how long an episode's faults last
+    gap_s: tuple[float, float] = (0.0, 0.2)  # the pause between episodes
 
     @classmethod
     def from_env(cls) -> ChaosSettings:
@@ -249,11 +249,10 @@ class _Run:
     def judge(self, inputs: dict[int, list[Any]]) -> Report:
         seen = {topic: read_all(self.bootstrap, topic, TOPICS[topic], "read_committed", READ_WAIT_S)
                 for topic in (OUT, IN)}
-        eos = {}
-        if self.group.names:
-            output = read_all(self.bootstrap, EOS_OUT, TOPICS[EOS_OUT], "read_committed", READ_WAIT_S)
-            eos = {"eos_input": inputs, "eos_output": output, "eos_transactional_ids": self.eos_ids}
-        return check(self.ledger, seen, self.settings.slack_s, hanging=_hanging(self.bootstrap), **eos)
+        output = (read_all(self.bootstrap, EOS_OUT, TOPICS[EOS_OUT], "read_committed", READ_WAIT_S)
+                  if self.group.names else None)
+        return check(self.ledger, seen, self.settings.slack_s, eos_input=inputs, eos_output=output,
+                     eos_transactional_ids=self.eos_ids, hanging=_hanging(self.bootstrap))
 
     def tell_story(self, result: ChaosResult, story_dir: Path | None) -> None:
         owners = batch_owners(self.cluster, result.report.places)

@@ -15,6 +15,7 @@ cluster's state never disagrees with it - except for a retry of a request alread
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -95,7 +96,7 @@ class FaultScheduler(threading.Thread):
 
     def __init__(self, cluster: MockCluster, rng: Any, workers: Sequence[ProducerWorker],
                  transactional_ids: Sequence[str], group_id: str, kinds: Sequence[str],
-                 hold_s: tuple[float, float] = (0.1, 1.0), gap_s: tuple[float, float] = (0.0, 0.3)) -> None:
+                 hold_s: tuple[float, float] = (0.05, 1.0), gap_s: tuple[float, float] = (0.0, 0.2)) -> None:
         super().__init__(name="chaos-faults", daemon=True)
         unknown = set(kinds) - set(FAULT_KINDS)
         if unknown:
@@ -119,6 +120,27 @@ class FaultScheduler(threading.Thread):
         self._disturbed = {"producer": [api for api in PRODUCER_APIS if tv1 or api not in TV1_ONLY],
                            "group": list(GROUP_APIS)}
         self._stopped: set[int] = set()
+        # one explicit list: fault kind -> what makes it (and returns what undoes it)
+        self._makers: dict[str, Callable[[], list[Callable[[], None]]]] = {
+            "stop_broker": self._stop_broker,
+            "move_coordinator": self._move_coordinator,
+            "drop_connection": functools.partial(self._drop_connection, "producer"),
+            "drop_all_connections": self._drop_all_connections,
+            "delay": functools.partial(self._delay, "producer"),
+            "black_hole": self._black_hole,
+            "retriable_error": functools.partial(self._inject, "retriable"),
+            "abortable_error": functools.partial(self._inject, "abortable"),
+            "fatal_error": functools.partial(self._inject, "fatal"),
+            "expire_transaction": self._expire_transaction,
+            "hold_markers": self._hold_markers,
+            "epoch_near_exhaustion": self._epoch_near_exhaustion,
+            "zombie": self._zombie,
+            "restart": self._restart,
+            "rebalance": self._rebalance,
+            "group_drop_connection": functools.partial(self._drop_connection, "group"),
+            "group_delay": functools.partial(self._delay, "group"),
+        }
+        assert set(self._makers) == set(FAULT_KINDS)
 
     def stop(self, timeout: float = 30.0) -> None:
         self._halt.set()
@@ -136,10 +158,10 @@ class FaultScheduler(threading.Thread):
         self.events.append(FaultEvent(at, self.cluster.requests.next_seq(), text))
 
     def _episode(self) -> None:
-        kinds = self.rng.sample(self.kinds, k=min(len(self.kinds), self.rng.choice((1, 1, 2))))
+        kinds = self.rng.sample(self.kinds, k=min(len(self.kinds), self.rng.choice((1, 2, 2, 3))))
         undo: list[Callable[[], None]] = []
         for kind in kinds:
-            undo.extend(getattr(self, f"_{kind}")())
+            undo.extend(self._makers[kind]())
         self._halt.wait(self.rng.uniform(*self.hold_s))  # the fault lasts a while
         self.cluster.clear_faults()
         for step in undo:
@@ -180,7 +202,7 @@ class FaultScheduler(threading.Thread):
         self.cluster.move_coordinator(tid, to)
         return []
 
-    def _drop_connection(self, side: str = "producer") -> list[Callable[[], None]]:
+    def _drop_connection(self, side: str) -> list[Callable[[], None]]:
         api = self.rng.choice(self._disturbed[side])
         count = self.rng.randint(1, 3)
         when = self.rng.choice(("before", "after"))
@@ -194,7 +216,7 @@ class FaultScheduler(threading.Thread):
         self.cluster.drop_connections(broker_id)
         return []
 
-    def _delay(self, side: str = "producer") -> list[Callable[[], None]]:
+    def _delay(self, side: str) -> list[Callable[[], None]]:
         api = self.rng.choice(self._disturbed[side])
         delay_ms = self.rng.randint(20, 800)
         count = self.rng.randint(1, 5)
@@ -216,19 +238,10 @@ class FaultScheduler(threading.Thread):
         table = self._apis[cls]
         api = self.rng.choice(sorted(table))
         code = self.rng.choice(table[api])
-        count = self.rng.randint(1, 3)
+        count = self.rng.randint(1, 5)
         self.log(f"inject_error({api}, {ec.error_name(code)}, count={count}) [{cls}]")
         self.cluster.inject_error(api, code, count=count)
         return []
-
-    def _retriable_error(self) -> list[Callable[[], None]]:
-        return self._inject("retriable")
-
-    def _abortable_error(self) -> list[Callable[[], None]]:
-        return self._inject("abortable")
-
-    def _fatal_error(self) -> list[Callable[[], None]]:
-        return self._inject("fatal")
 
     def _expire_transaction(self) -> list[Callable[[], None]]:
         tid = self.rng.choice(self.transactional_ids)
@@ -277,12 +290,6 @@ class FaultScheduler(threading.Thread):
         worker.fence(request)
         self.log(f"zombie: successor of {worker.producer_name} fenced={request.fenced}; the zombie resumes")
         return []
-
-    def _group_drop_connection(self) -> list[Callable[[], None]]:
-        return self._drop_connection("group")
-
-    def _group_delay(self) -> list[Callable[[], None]]:
-        return self._delay("group")
 
     def _rebalance(self) -> list[Callable[[], None]]:
         self.log(f"force_rebalance({self.group_id!r})")

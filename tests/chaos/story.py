@@ -101,8 +101,8 @@ def _select(log: Sequence[RequestLogEntry], windows: dict[str, list[tuple[int, i
     of_epochs = [e for e in log if epochs & _epochs_of(e)]
     lo, hi = (of_epochs[0].seq, of_epochs[-1].seq) if of_epochs else (1, 0)
     for entry in log:
-        tid = entry.fields.get("transactional_id")
-        ranges = windows.get(tid, []) if isinstance(tid, str) else []
+        tid = str(entry.fields.get("transactional_id"))
+        ranges = windows.get(tid, [])
         if any(a <= entry.seq <= b for a, b in ranges if a >= 0) or epochs & _epochs_of(entry) or (
                 lo <= entry.seq <= hi and group is not None and entry.fields.get("group_id") == group
                 and entry.api != "Heartbeat"):
