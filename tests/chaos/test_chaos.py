@@ -1,6 +1,6 @@
 """The chaos run CI makes: >= 2,000 transactions under a seeded random fault schedule, 0 anomalies.
 
-Longer runs by hand: ``CHAOS_SEED=123 CHAOS_SECONDS=600 CHAOS_MAX_SECONDS=900 pytest -m chaos -s`` (every
+Longer runs by hand: ``CHAOS_SEED=123 CHAOS_SECONDS=300 CHAOS_MAX_SECONDS=400 pytest -m chaos -s`` (every
 variable: ``run.ChaosSettings.from_env``). A failure prints the seed, the anomaly counts with examples, and
 the request story of the transactions involved. ``CHAOS_PLANT=<name>`` plants one of the bugs of
 ``planted_bugs.py`` for the run, to see what the checker flags (the test then fails).
