@@ -153,6 +153,11 @@ class ChaosResult:
         worst = max(calls, key=lambda c: c.elapsed_s - c.bound_s)
         return f"{worst.call} took {worst.elapsed_s:.2f}s of its {worst.bound_s:.2f}s bound"
 
+    def zombies(self) -> str:
+        """How the transactions of fenced (zombie) instances ended."""
+        ended = Counter(e.outcome.value for e in self.ledger.transactions() if e.fenced_before_commit)
+        return ", ".join(f"{n} {outcome}" for outcome, n in sorted(ended.items())) or "none"
+
     def summary(self) -> str:
         t = self.transactions
         return (f"chaos seed={self.settings.seed} tv={self.settings.transaction_version}: {t['total']} "
@@ -160,7 +165,8 @@ class ChaosResult:
                 f"{t['unknown']} unknown), "
                 f"{self.eos['committed']} pipeline commits, {self.eos['aborted']} aborts, "
                 f"{self.eos['restarts']} restarts, in {self.seconds:.1f}s; {self.report.format()}\n"
-                f"errors seen: {self.errors_seen()}; closest to a bound: {self.closest_to_bound()}")
+                f"zombie transactions: {self.zombies()}; errors seen: {self.errors_seen()}; "
+                f"closest to a bound: {self.closest_to_bound()}")
 
     def failure_text(self, story_lines: int = 150) -> str:
         story = self.story.splitlines()
