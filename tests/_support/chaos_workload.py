@@ -397,13 +397,14 @@ class ProducerWorker(threading.Thread):
 class EosGroup:
     """``TransactionalProcessor`` instances of one group, each restarted (same instance name, so the same
     transactional id: it fences what its predecessor left) after ``run()`` raised, as an application's
-    supervisor would. Fatal errors are expected under faults; anything else goes to the ledger as
-    unexpected."""
+    supervisor would. txnproducer errors (fatal, or a bounded wait of ``start()``) are expected under faults;
+    anything else goes to the ledger as unexpected, unless it is one of ``known`` (a listed library bug)."""
 
     threads: ProcessorThreads
     names: list[str]
     ledger: Ledger
     overrides: Callable[[], dict[str, Any]]  # per instance start: e.g. random transaction sizes
+    known: tuple[type[BaseException], ...] = ()
     stopping: threading.Event = attrs.field(factory=threading.Event)
     committed: int = 0
     aborted: int = 0
@@ -419,6 +420,7 @@ class EosGroup:
             thread.start()
 
     def _supervise(self, name: str) -> None:
+        expected: tuple[type[BaseException], ...] = (errors.TxnProducerError, *self.known)
         while not self.stopping.is_set():
             with self._lock:
                 if self.stopping.is_set():
@@ -426,7 +428,7 @@ class EosGroup:
                 proc = self._current[name] = self.threads.build(name, **self.overrides())
             try:
                 proc.run()
-            except errors.TxnProducerError as exc:  # fatal, or a bounded wait of start() ran out
+            except expected as exc:  # fatal, or start() ran out of time
                 self.ledger.error(f"eos-{name}", None, "processor.run", exc, calm=False)
             except BaseException as exc:
                 self.ledger.error(f"eos-{name}", None, "processor.run", exc, calm=False, expected=False)

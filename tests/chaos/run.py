@@ -4,7 +4,8 @@ Why a module apart from the test: the CI test (``test_chaos.py``) and the plante
 (``test_planted_bugs.py``) run the same thing with other settings. Phases:
 
 1. chaos - producer workers and the consume-transform-produce group run while the scheduler makes
-   faults, until the workers have ended ``transactions`` transactions (or ``max_seconds`` passed);
+   faults, for ``seconds`` and until the workers have ended ``transactions`` transactions (at most
+   ``max_seconds``);
 2. calm - every fault is undone; each worker runs a few more transactions, which must not fail, and
    closes; the group drains what was committed to its input;
 3. judgement - read_committed readers read every topic, the checker compares with the ledger, and a
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from kafka.errors import KafkaTimeoutError
 
 from tests._support.chaos_workload import (
     PRODUCER_SETTINGS,
@@ -47,13 +49,13 @@ READ_WAIT_S = 60.0
 
 # What CI leaves out because it triggers a library bug this tier found; each names the bug and how to run
 # it anyway. Remove the entry once the fix is merged.
-KNOWN_BUG_KINDS: dict[str, str] = {
+KNOWN_BUG_KINDS = (
     # MockCluster has no OffsetForLeaderEpoch (API 23): a kafka-python consumer whose position carries a
     # record leader epoch stops fetching a partition for good once its leader epoch moves (stop_broker and
     # start_broker move leaders), so the pipeline stalls and its inputs are flagged eos_lost.
     # Run it anyway: CHAOS_FAULTS=<kinds>,stop_broker (e.g. CHAOS_SEED=1155040942).
-    "stop_broker": "MockCluster lacks OffsetForLeaderEpoch; kafka-python consumers stall after a leader move",
-}
+    "stop_broker",
+)
 DEFAULT_KINDS = tuple(k for k in FAULT_KINDS if k not in KNOWN_BUG_KINDS)
 # With two or more TransactionalProcessor instances the pipeline's output gets duplicates (eos_duplicated,
 # about one run in four): an instance commits offsets of partitions another instance owns - with generation
@@ -61,6 +63,11 @@ DEFAULT_KINDS = tuple(k for k in FAULT_KINDS if k not in KNOWN_BUG_KINDS)
 # kafka-python kept across a generation the instance missed. CI runs one instance (still restarted, fenced
 # and rebalanced); CHAOS_PROCESSORS=3 runs several (e.g. CHAOS_SEED=1153324865).
 DEFAULT_PROCESSORS = 1
+# TransactionalProcessor.run() lets kafka-python's KafkaTimeoutError ("Unable to bootstrap from ...") escape
+# when a restarted instance creates its consumer while no broker answers, where every error of a public call
+# should derive from TxnProducerError. The supervisor restarts it as it would any error; CI counts it as
+# known, CHAOS_STRICT=1 as unexpected (e.g. CHAOS_SEED=2663454053).
+KNOWN_PROCESSOR_ERRORS: tuple[type[BaseException], ...] = (KafkaTimeoutError,)
 
 # Fast group settings (heartbeats every 100 ms, a dead member dropped after 3 s); poll intervals long
 # enough for a commit that waits out a fault.
@@ -95,6 +102,7 @@ class ChaosSettings:
     processors: int = DEFAULT_PROCESSORS
     kinds: tuple[str, ...] = DEFAULT_KINDS
     slack_s: float = 1.0
+    strict: bool = False  # count KNOWN_PROCESSOR_ERRORS as unexpected
     calm_transactions: int = 5
     hold_s: tuple[float, float] = (0.05, 1.0)  # how long an episode's faults last
     gap_s: tuple[float, float] = (0.0, 0.2)  # the pause between episodes
@@ -104,7 +112,8 @@ class ChaosSettings:
         """CHAOS_SEED (default: random), CHAOS_TRANSACTIONS (2000), CHAOS_SECONDS (60: the chaos phase lasts
         at least this long and until that many transactions ended), CHAOS_MAX_SECONDS (150: at most),
         CHAOS_TV (2), CHAOS_FAULTS (comma-separated kinds; default all but known-bug ones),
-        CHAOS_PROCESSORS (pipeline instances; 1, see DEFAULT_PROCESSORS), CHAOS_SLACK_S (1.0)."""
+        CHAOS_PROCESSORS (pipeline instances; 1, see DEFAULT_PROCESSORS), CHAOS_SLACK_S (1.0),
+        CHAOS_STRICT (1: KNOWN_PROCESSOR_ERRORS count as unexpected)."""
         seed = _env_int("CHAOS_SEED", random.SystemRandom().randrange(2**32))
         kinds = os.environ.get("CHAOS_FAULTS")
         return cls(
@@ -116,12 +125,14 @@ class ChaosSettings:
             processors=_env_int("CHAOS_PROCESSORS", DEFAULT_PROCESSORS),
             kinds=tuple(k for k in kinds.split(",") if k) if kinds else DEFAULT_KINDS,
             slack_s=float(os.environ.get("CHAOS_SLACK_S", "1.0")),
+            strict=os.environ.get("CHAOS_STRICT", "") not in ("", "0"),
         )
 
     def describe(self) -> str:
         return (f"CHAOS_SEED={self.seed} CHAOS_TRANSACTIONS={self.transactions} "
                 f"CHAOS_SECONDS={self.seconds:g} CHAOS_TV={self.transaction_version} "
-                f"CHAOS_PROCESSORS={self.processors} CHAOS_FAULTS={','.join(self.kinds)}")
+                f"CHAOS_PROCESSORS={self.processors} CHAOS_STRICT={int(self.strict)} "
+                f"CHAOS_FAULTS={','.join(self.kinds)}")
 
 
 @attrs.define
@@ -202,7 +213,8 @@ class _Run:
         self.workers = [ProducerWorker(f"w{i}", f"chaos-w{i}", config, self.ledger,
                                        random.Random(rng.random()), self.control)
                         for i in range(settings.producers)]
-        self.group = _eos_group(self.bootstrap, self.ledger, random.Random(rng.random()), settings.processors)
+        self.group = _eos_group(self.bootstrap, self.ledger, random.Random(rng.random()), settings.processors,
+                                () if settings.strict else KNOWN_PROCESSOR_ERRORS)
         self.eos_ids = [f"{GROUP}-{name}" for name in self.group.names]
         self.scheduler = FaultScheduler(cluster, random.Random(rng.random()), self.workers,
                                         [w.transactional_id for w in self.workers] + self.eos_ids, GROUP,
@@ -271,7 +283,8 @@ class _Run:
             result.story_path.write_text(f"{result.story}\n\n== fault schedule\n{schedule}\n")
 
 
-def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: int) -> EosGroup:
+def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: int,
+               known: tuple[type[BaseException], ...]) -> EosGroup:
     threads = ProcessorThreads(bootstrap, IN, EOS_OUT, GROUP, CONSUMER, dict(PRODUCER_SETTINGS), READ_WAIT_S)
     lock = threading.Lock()
 
@@ -280,7 +293,7 @@ def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: i
             return {"max_records_per_txn": rng.randint(5, 50), "max_txn_time_ms": rng.randint(50, 300),
                     "operation_timeout_ms": 4000, "close_timeout_ms": 2000}
 
-    return EosGroup(threads, [f"p{i}" for i in range(processors)], ledger, overrides)
+    return EosGroup(threads, [f"p{i}" for i in range(processors)], ledger, overrides, known)
 
 
 def _hanging(bootstrap: str) -> list[str]:

@@ -148,7 +148,7 @@ def request_story(log: Sequence[RequestLogEntry], ledger: Ledger, report: Report
     if not selected:
         return "(no requests of the transactional ids involved)"
     lo, hi = selected[0].seq, selected[-1].seq
-    header = [f"{topic}-{partition}@{offset} was written by producer id {pid}, epoch {epoch}"
+    written_by = [f"== {topic}-{partition}@{offset} was written by producer id {pid}, epoch {epoch}"
               for (topic, partition, offset), (pid, epoch) in sorted(owners.items())]
     lines: list[tuple[int, int, str]] = [(e.seq, 1, format_entry(e)) for e in selected]
     lines += [(seq, 0, text) for seq, text in _marks(ledger, report) if lo <= seq <= hi + 1]
@@ -156,4 +156,4 @@ def request_story(log: Sequence[RequestLogEntry], ledger: Ledger, report: Report
     text = [line for _, _, line in sorted(lines)]
     if limit is not None and len(text) > limit:
         text = [f"... ({len(text) - limit} earlier lines in the full story)", *text[-limit:]]
-    return "\n".join(header + text)
+    return "\n".join(text + written_by)  # last: a message shows the story's tail
