@@ -37,7 +37,7 @@ from tests._support.readers import end_offsets, read_all
 from tests._support.txn_checker import Report, check
 from tests._support.txn_ledger import Ledger
 from tests.chaos.scheduler import FAULT_KINDS, FaultScheduler
-from tests.chaos.story import batch_owners, request_story
+from tests.chaos.story import batch_owners, request_story, topic_names
 from txnproducer.testing import MockCluster
 
 __all__ = ["ChaosResult", "ChaosSettings", "run_chaos"]
@@ -181,7 +181,7 @@ class ChaosResult:
 
     def failure_text(self, story_lines: int = 150) -> str:
         story = self.story.splitlines()
-        shown = story[-story_lines:]
+        shown = story[:story_lines]
         lines = [f"chaos run failed - reproduce with: {self.settings.describe()}", self.summary(),
                  *self.problems,
                  f"request story ({len(shown)} of {len(story)} lines; all of it in {self.story_path}):",
@@ -276,7 +276,7 @@ class _Run:
         owners = batch_owners(self.cluster, result.report.places)
         events = self.scheduler.events
         result.story = request_story(self.cluster.request_log, self.ledger, result.report, events, owners,
-                                     GROUP)
+                                     GROUP, topic_names(self.cluster))
         if story_dir is not None:
             result.story_path = story_dir / f"chaos-{self.settings.seed}-story.txt"
             schedule = "\n".join(f"{e.at_s:7.2f}s #{e.seq} {e.text}" for e in events)

@@ -1,8 +1,11 @@
 """The request story of a failed chaos run: what crossed the wire for the transactions the checker flagged.
 
-Why: an anomaly count says *that* something went wrong; the requests of the transactional ids involved,
-with the faults and the transactions' begin and end interleaved at their request-log positions, usually say
-*what*. MockCluster's request log gives the requests; the ledger and the scheduler give the rest.
+Why: an anomaly count says *that* something went wrong; the requests of the transactions involved, with the
+faults and the transactions' begin and end at their request-log positions, usually say *what*. MockCluster's
+request log gives the requests; the ledger and the scheduler give the rest. The story is a list of blocks,
+most specific first: one per flagged transaction, one per producer epoch that wrote a flagged pipeline
+output (under TV2 an epoch is one transaction) with the group's requests around it, and the last requests of
+transactional ids the checker named without a transaction (the pipeline's).
 """
 
 from __future__ import annotations
@@ -17,17 +20,19 @@ from txnproducer._internal.protocol import error_codes as ec
 from txnproducer.testing import MockCluster, RequestLogEntry
 from txnproducer.testing.wire_client import decode_batches
 
-__all__ = ["batch_owners", "format_entry", "request_story"]
+__all__ = ["batch_owners", "format_entry", "request_story", "topic_names"]
 
 Place = tuple[str, int, int]  # topic, partition, offset
 ProducerEpoch = tuple[int, int]
 
 AROUND = 25  # requests shown before a flagged transaction began and after it ended
-TAIL = 60  # requests shown for a transactional id without ledger positions (a pipeline processor)
+TAIL = 60  # requests shown for a transactional id named without a transaction
 
 
-def format_entry(entry: RequestLogEntry) -> str:
-    """One request as a line: position, broker, API, producer id/epoch, what it carried, the answer."""
+def format_entry(entry: RequestLogEntry, topic_names: Mapping[str, str] | None = None) -> str:
+    """One request as a line: position, broker, API, producer id/epoch, what it carried, the answer.
+    ``topic_names`` maps topic ids (Produce v13 names topics by id) to names."""
+    names = topic_names or {}
     fields = entry.fields
     parts = [f"#{entry.seq}", f"b{entry.broker_id}", f"{entry.api} v{entry.version}"]
     if "transactional_id" in fields:
@@ -37,9 +42,10 @@ def format_entry(entry: RequestLogEntry) -> str:
     if entry.api == "EndTxn":
         parts.append("COMMIT" if fields.get("committed") else "ABORT")
     if "group_id" in fields:
-        parts.append(f"group={fields['group_id']}")
+        parts.append(f"group={fields['group_id']} gen={fields.get('generation_id')} "
+                     f"member=...{str(fields.get('member_id', ''))[-8:]}")
     if entry.api == "Produce":
-        parts.append(" ".join(f"{t}-{p}:pid={pid}/e{epoch}/seq={seq}+{n}"
+        parts.append(" ".join(f"{names.get(t, t)}-{p}:pid={pid}/e{epoch}/seq={seq}+{n}"
                               for t, p, pid, epoch, seq, n, _ in fields.get("batches", [])))
     elif "partitions" in fields:
         parts.append(" ".join(f"{t}-{p}" for t, p in fields["partitions"]))
@@ -49,21 +55,6 @@ def format_entry(entry: RequestLogEntry) -> str:
     if entry.dropped:
         parts.append("[dropped]")
     return " ".join(parts)
-
-
-def _windows(ledger: Ledger, report: Report, log_end: int) -> dict[str, list[tuple[int, int]]]:
-    """Per transactional id, the request-log ranges worth showing."""
-    windows: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for producer, txn in sorted(report.involved):
-        entry = ledger.get(producer, txn)
-        if entry is None:
-            continue
-        start = entry.start_pos if entry.start_pos is not None else 0
-        end = entry.end_pos if entry.end_pos is not None else log_end
-        windows[entry.transactional_id].append((max(0, start - AROUND), end + AROUND))
-    for tid in report.involved_ids:
-        windows[tid].append((-1, log_end))  # the tail only: see _select
-    return windows
 
 
 def batch_owners(cluster: MockCluster, places: Iterable[Place]) -> dict[Place, ProducerEpoch]:
@@ -83,6 +74,12 @@ def batch_owners(cluster: MockCluster, places: Iterable[Place]) -> dict[Place, P
     return owners
 
 
+def topic_names(cluster: MockCluster) -> dict[str, str]:
+    """Topic id (as the request log writes it) -> topic name."""
+    with cluster.state.lock:
+        return {str(topic.topic_id): name for name, topic in cluster.state.topics.items()}
+
+
 def _epochs_of(entry: RequestLogEntry) -> set[ProducerEpoch]:
     fields = entry.fields
     found = {(pid, epoch) for _, _, pid, epoch, _, _, _ in fields.get("batches", ())}
@@ -91,69 +88,60 @@ def _epochs_of(entry: RequestLogEntry) -> set[ProducerEpoch]:
     return found
 
 
-def _select(log: Sequence[RequestLogEntry], windows: dict[str, list[tuple[int, int]]],
-            epochs: Iterable[ProducerEpoch], group: str | None) -> list[RequestLogEntry]:
-    """The entries of the windows (or the tail) of each transactional id, the entries of the producer
-    epochs of interest, and the group's requests (but heartbeats) between the first and last of those."""
-    chosen: list[RequestLogEntry] = []
-    tails: dict[str, list[RequestLogEntry]] = defaultdict(list)
-    epochs = set(epochs)
-    of_epochs = [e for e in log if epochs & _epochs_of(e)]
-    lo, hi = (of_epochs[0].seq, of_epochs[-1].seq) if of_epochs else (1, 0)
-    for entry in log:
-        tid = str(entry.fields.get("transactional_id"))
-        ranges = windows.get(tid, [])
-        if any(a <= entry.seq <= b for a, b in ranges if a >= 0) or epochs & _epochs_of(entry) or (
-                lo <= entry.seq <= hi and group is not None and entry.fields.get("group_id") == group
-                and entry.api != "Heartbeat"):
-            chosen.append(entry)
-        elif any(a < 0 for a, _ in ranges):
-            tails[tid].append(entry)
-    for entries in tails.values():
-        chosen.extend(entries[-TAIL:])
-    return sorted(chosen, key=lambda e: e.seq)
+def _block(title: str, entries: Sequence[RequestLogEntry], faults: Sequence[FaultEvent],
+           names: Mapping[str, str], marks: Iterable[tuple[int, str]] = ()) -> list[str]:
+    """A titled block: the entries, with the faults and marks that fall between the first and the last."""
+    if not entries:
+        return [f"== {title}: no requests"]
+    lo, hi = entries[0].seq, entries[-1].seq
+    lines = [(e.seq, 1, format_entry(e, names)) for e in entries]
+    lines += [(seq, 0, text) for seq, text in marks if lo <= seq <= hi + 1]
+    lines += [(f.seq, 0, f"!! {f.at_s:7.2f}s fault: {f.text}") for f in faults if lo <= f.seq <= hi + 1]
+    return [f"== {title}", *(text for _, _, text in sorted(lines))]
 
 
-def _marks(ledger: Ledger, report: Report) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    for producer, txn in report.involved:
-        entry = ledger.get(producer, txn)
-        if entry is None:
-            continue
-        out.extend(_txn_marks(entry))
-    return out
-
-
-def _txn_marks(entry: TxnEntry) -> Iterable[tuple[int, str]]:
-    name = f"{entry.producer}#{entry.txn} ({entry.transactional_id}, instance {entry.instance})"
+def _txn_marks(entry: TxnEntry) -> list[tuple[int, str]]:
+    out = []
     if entry.start_pos is not None:
-        yield entry.start_pos, f"== {name} begins ({entry.intent}, {len(entry.records)} records)"
+        out.append((entry.start_pos, f"-- {entry.producer}#{entry.txn} begins ({entry.intent}, "
+                                     f"{len(entry.records)} records, instance {entry.instance})"))
     if entry.end_pos is not None:
-        yield entry.end_pos, f"== {name} ends {entry.outcome.value}: {entry.reason}"
+        out.append((entry.end_pos,
+                    f"-- {entry.producer}#{entry.txn} ends {entry.outcome.value}: {entry.reason}"))
+    return out
 
 
 def request_story(log: Sequence[RequestLogEntry], ledger: Ledger, report: Report,
                   faults: Sequence[FaultEvent], owners: Mapping[Place, ProducerEpoch] | None = None,
-                  group: str | None = None, limit: int | None = None) -> str:
-    """The requests of the flagged transactions, with faults and transaction marks at their positions.
-
-    ``owners`` (see :func:`batch_owners`) names the producer epochs that wrote flagged places: their
-    requests are shown too (under TV2 an epoch is one transaction), with ``group``'s requests between them.
-    ``limit`` keeps the last lines only (for a message; the whole story goes to a file)."""
-    owners = owners or {}
-    windows = _windows(ledger, report, len(log))
-    if owners:  # the epochs that wrote the flagged places say more than the ids' last requests
-        windows = {tid: [w for w in ws if w[0] >= 0] for tid, ws in windows.items()}
-    selected = _select(log, windows, owners.values(), group)
-    if not selected:
-        return "(no requests of the transactional ids involved)"
-    lo, hi = selected[0].seq, selected[-1].seq
-    written_by = [f"== {topic}-{partition}@{offset} was written by producer id {pid}, epoch {epoch}"
-              for (topic, partition, offset), (pid, epoch) in sorted(owners.items())]
-    lines: list[tuple[int, int, str]] = [(e.seq, 1, format_entry(e)) for e in selected]
-    lines += [(seq, 0, text) for seq, text in _marks(ledger, report) if lo <= seq <= hi + 1]
-    lines += [(f.seq, 0, f"!! {f.at_s:7.2f}s fault: {f.text}") for f in faults if lo <= f.seq <= hi + 1]
-    text = [line for _, _, line in sorted(lines)]
-    if limit is not None and len(text) > limit:
-        text = [f"... ({len(text) - limit} earlier lines in the full story)", *text[-limit:]]
-    return "\n".join(text + written_by)  # last: a message shows the story's tail
+                  group: str | None = None, topic_names: Mapping[str, str] | None = None) -> str:
+    """The blocks of the module docstring. ``owners`` (see :func:`batch_owners`) names the producer epochs
+    that wrote flagged places; ``group`` is the pipeline's consumer group; ``topic_names`` maps topic ids
+    to names (see :func:`topic_names`)."""
+    names = topic_names or {}
+    by_tid: dict[str, list[RequestLogEntry]] = defaultdict(list)
+    for request in log:
+        by_tid[str(request.fields.get("transactional_id"))].append(request)
+    lines: list[str] = []
+    for producer, txn in sorted(report.involved):
+        entry = ledger.get(producer, txn)
+        if entry is None:
+            continue
+        lo = (entry.start_pos or 0) - AROUND
+        hi = (len(log) if entry.end_pos is None else entry.end_pos) + AROUND
+        window = [e for e in by_tid[entry.transactional_id] if lo <= e.seq <= hi]
+        lines += _block(f"{producer}#{txn} ({entry.transactional_id}): {entry.outcome.value}, {entry.reason}",
+                        window, faults, names, _txn_marks(entry))
+    epochs = sorted(set((owners or {}).values()))
+    for pid, epoch in epochs:
+        written = sorted(place for place, owner in (owners or {}).items() if owner == (pid, epoch))
+        mine = [e for e in log if (pid, epoch) in _epochs_of(e)]
+        lo, hi = (mine[0].seq, mine[-1].seq) if mine else (1, 0)
+        around = [e for e in log if lo - AROUND * 4 <= e.seq <= hi and group is not None
+                  and e.fields.get("group_id") == group and e.api != "Heartbeat"]
+        shown = ", ".join(f"{t}-{p}@{o}" for t, p, o in written)
+        lines += _block(f"producer id {pid} epoch {epoch}, which wrote {shown}",
+                        sorted(mine + around, key=lambda e: e.seq), faults, names)
+    if not epochs:
+        for tid in sorted(report.involved_ids):
+            lines += _block(f"the last requests of {tid}", by_tid[tid][-TAIL:], faults, names)
+    return "\n".join(lines) or "(nothing to tell: no transaction involved)"
