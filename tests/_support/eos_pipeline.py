@@ -19,7 +19,8 @@ from kafka.structs import TopicPartition
 
 from txnproducer.eos import OutputRecord, TransactionalProcessor
 
-__all__ = ["ProcessorThreads", "assert_each_input_once_in_order", "origin_transform", "produce_inputs"]
+__all__ = ["ProcessorThreads", "assert_each_input_once_in_order", "origin_transform", "parse_origin",
+           "produce_inputs"]
 
 
 def origin_transform(out_topic: str) -> Callable[[Any], list[OutputRecord]]:
@@ -32,6 +33,17 @@ def origin_transform(out_topic: str) -> Callable[[Any], list[OutputRecord]]:
                              partition=record.partition, headers=[("origin", origin.encode())])]
 
     return transform
+
+
+def parse_origin(record: Any) -> tuple[int, int, bytes] | None:
+    """(input partition, input offset, input value) of an output of :func:`origin_transform`, or None
+    when the value or its ``origin`` header is not what that transform writes."""
+    parts = (record.value or b"").split(b":", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    if dict(record.headers or ()).get("origin") != b"%s:%s" % (parts[0], parts[1]):
+        return None
+    return int(parts[0]), int(parts[1]), parts[2]
 
 
 def produce_inputs(bootstrap: str, topic: str, start: int, stop: int, partitions: int) -> None:
@@ -53,10 +65,11 @@ def assert_each_input_once_in_order(seen: dict[int, list[Any]], partitions: int,
         last_offset = -1
         for record in records:
             text = record.value.decode()
-            in_partition, in_offset, number = (int(x) for x in text.split(":"))
+            origin = parse_origin(record)
+            assert origin is not None, f"not an output of origin_transform: {record!r}"
+            in_partition, in_offset, number = origin[0], origin[1], int(origin[2])
             assert in_partition == out_partition, text
             assert number % partitions == in_partition, text
-            assert dict(record.headers)["origin"] == f"{in_partition}:{in_offset}".encode()
             assert in_offset > last_offset, f"order broken or duplicate in partition {out_partition}: {text}"
             last_offset = in_offset
             origins[(in_partition, in_offset)] = origins.get((in_partition, in_offset), 0) + 1

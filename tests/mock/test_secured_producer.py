@@ -230,7 +230,7 @@ def test_a_tls_handshake_that_never_finishes_is_bounded() -> None:
             with producer("tx-silent", bootstrap_servers=f"127.0.0.1:{server.getsockname()[1]}",
                           security_protocol="SSL", socket_connection_setup_timeout_ms=500) as p:
                 started = time.monotonic()
-                with pytest.raises(errors.TimeoutError, match="TLS handshake .* not finished") as waited:
+                with pytest.raises(errors.TimeoutError, match=r"TLS handshake .* not finished") as waited:
                     p.init_transactions(timeout=3)
                 assert time.monotonic() - started < 3 + 1
                 assert "socket_connection_setup_timeout_ms" in str(waited.value)

@@ -1,0 +1,78 @@
+"""Bugs planted in the library on purpose, to show that the chaos checker catches them.
+
+Why: "0 anomalies" from a checker that never flags anything proves nothing. Each bug here is a small,
+realistic mistake in the producer's machinery, planted with ``pytest.MonkeyPatch`` (undone afterwards):
+
+* ``wrong_epoch`` - after EndTxn v5 the producer keeps its old epoch instead of adopting the one the
+  coordinator returned (``TransactionManager.transaction_ended``);
+* ``end_txn_early`` - EndTxn is sent while a Produce of the transaction is still incomplete
+  (``TransactionManager.next_request`` told that no batch is incomplete);
+* ``drop_retry`` - a batch that should be retried after a retriable error is completed as if acknowledged
+  instead of re-enqueued (``Sender._retry_or_fail``).
+
+``tests/chaos/test_planted_bugs.py`` runs a short chaos run per bug and asserts the checker flags it; a
+full run with a planted bug: ``CHAOS_PLANT=<name> CHAOS_SEED=... pytest tests/chaos/test_chaos.py``
+(the test then fails, printing what the checker flagged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from txnproducer._internal import sender as sender_module
+from txnproducer._internal.sender import Sender
+from txnproducer._internal.txn.manager import TransactionManager
+
+__all__ = ["PLANTED", "PlantedBug"]
+
+
+@attrs.frozen
+class PlantedBug:
+    name: str
+    description: str
+    plant: Callable[[pytest.MonkeyPatch], None]
+    kinds: tuple[str, ...]  # fault kinds under which a short run shows the bug
+
+
+def _keep_old_epoch(mp: pytest.MonkeyPatch) -> None:
+    original = TransactionManager.transaction_ended
+
+    def transaction_ended(self: TransactionManager, producer_id: int, epoch: int) -> None:
+        original(self, -1, -1)  # as if EndTxn had returned no producer id/epoch: the old ones stay
+
+    mp.setattr(TransactionManager, "transaction_ended", transaction_ended)
+
+
+def _end_txn_early(mp: pytest.MonkeyPatch) -> None:
+    original = TransactionManager.next_request
+
+    def next_request(self: TransactionManager, has_incomplete_batches: Any) -> Any:
+        return original(self, False)  # EndTxn no longer waits for the transaction's batches
+
+    mp.setattr(TransactionManager, "next_request", next_request)
+
+
+def _drop_retry(mp: pytest.MonkeyPatch) -> None:
+    original = Sender._retry_or_fail
+
+    def retry_or_fail(self: Sender, batch: Any, code: int, message: str | None, record_errors: Any,
+                      log_start_offset: int | None = None) -> None:
+        if batch.final_state is None and code in sender_module._RETRIABLE:
+            self._complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
+            return
+        original(self, batch, code, message, record_errors, log_start_offset)
+
+    mp.setattr(Sender, "_retry_or_fail", retry_or_fail)
+
+
+PLANTED: dict[str, PlantedBug] = {bug.name: bug for bug in (
+    PlantedBug("wrong_epoch", "keep the old epoch after EndTxn v5", _keep_old_epoch, ()),
+    PlantedBug("end_txn_early", "send EndTxn before the last Produce completed", _end_txn_early,
+               ("delay", "drop_connection")),
+    PlantedBug("drop_retry", "complete a batch as acknowledged instead of retrying it", _drop_retry,
+               ("retriable_error", "drop_all_connections")),
+)}
