@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from kafka.errors import KafkaTimeoutError
 
 from tests._support.chaos_workload import (
     PRODUCER_SETTINGS,
@@ -47,27 +46,18 @@ TOPICS = {OUT: 6, IN: 4, EOS_OUT: 4}  # the pipeline's output has its input's pa
 GROUP = "chaos-eos"
 READ_WAIT_S = 60.0
 
-# What CI leaves out because it triggers a library bug this tier found; each names the bug and how to run
-# it anyway. Remove the entry once the fix is merged.
-KNOWN_BUG_KINDS = (
-    # MockCluster has no OffsetForLeaderEpoch (API 23): a kafka-python consumer whose position carries a
-    # record leader epoch stops fetching a partition for good once its leader epoch moves (stop_broker and
-    # start_broker move leaders), so the pipeline stalls and its inputs are flagged eos_lost.
-    # Run it anyway: CHAOS_FAULTS=<kinds>,stop_broker (e.g. CHAOS_SEED=1155040942).
-    "stop_broker",
-)
+# What CI leaves out because it triggers a library bug this tier found; each entry names the bug and how
+# to run it anyway, and goes once the fix is merged. Empty now: the three bugs this tier found are fixed
+# (MockCluster answers OffsetForLeaderEpoch, so broker stops no longer stall kafka-python's consumer;
+# TransactionalProcessor never commits offsets without a group generation and starts every newly assigned
+# partition at the group's committed offset, so several instances no longer duplicate output; kafka-python
+# errors of the processor's consumer reach the caller as TxnProducerError).
+KNOWN_BUG_KINDS: tuple[str, ...] = ()
 DEFAULT_KINDS = tuple(k for k in FAULT_KINDS if k not in KNOWN_BUG_KINDS)
-# With two or more TransactionalProcessor instances the pipeline's output gets duplicates (eos_duplicated,
-# about one run in four): an instance commits offsets of partitions another instance owns - with generation
-# -1 while its kafka-python consumer is rejoining (the coordinator does not fence that), or from a position
-# kafka-python kept across a generation the instance missed. CI runs one instance (still restarted, fenced
-# and rebalanced); CHAOS_PROCESSORS=3 runs several (e.g. CHAOS_SEED=1153324865).
-DEFAULT_PROCESSORS = 1
-# TransactionalProcessor.run() lets kafka-python's KafkaTimeoutError ("Unable to bootstrap from ...") escape
-# when a restarted instance creates its consumer while no broker answers, where every error of a public call
-# should derive from TxnProducerError. The supervisor restarts it as it would any error; CI counts it as
-# known, CHAOS_STRICT=1 as unexpected (e.g. CHAOS_SEED=2663454053).
-KNOWN_PROCESSOR_ERRORS: tuple[type[BaseException], ...] = (KafkaTimeoutError,)
+# Several pipeline instances share the group (rebalances, a member that misses a generation).
+DEFAULT_PROCESSORS = 2
+# Errors a pipeline instance may raise that a known bug explains (CHAOS_STRICT=1 counts them anyway).
+KNOWN_PROCESSOR_ERRORS: tuple[type[BaseException], ...] = ()
 
 # Fast group settings (heartbeats every 100 ms, a dead member dropped after 3 s); poll intervals long
 # enough for a commit that waits out a fault.

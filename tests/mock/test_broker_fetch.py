@@ -9,6 +9,7 @@ from typing import Any
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
+from txnproducer._internal.protocol import error_codes as ec
 from txnproducer.testing import MockCluster
 from txnproducer.testing.partition_log import PartitionLog, parse_batches
 from txnproducer.testing.wire_client import WireClient, build_batch, decode_batches, record_values
@@ -172,3 +173,62 @@ def test_list_offsets_earliest_latest_and_lso(mock_cluster: MockCluster, wire: W
     assert offset(-1, 0) == 3
     assert offset(-1, 1) == 2  # read_committed: the last stable offset
     assert offset(500, 0) == 0
+
+
+def test_offset_for_leader_epoch_answers_from_the_epoch_cache(mock_cluster: MockCluster, wire: Wire) -> None:
+    """Kafka's LeaderEpochFileCache.endOffsetFor: epoch 0 held offsets 0-1, epoch 1 holds 2 onwards."""
+    from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
+
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    append(log, mock_cluster, build_batch([(None, b"a"), (None, b"b")]))
+    first_leader = log.leader_id
+    other = next(b for b in mock_cluster.broker_ids if b != first_leader)
+    mock_cluster.move_leader(TOPIC, 0, other)
+    append(log, mock_cluster, build_batch([(None, b"c")]))
+    t = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+
+    def ask(broker: int, epoch: int, current: int = -1) -> tuple[int, int, int]:
+        req = OffsetForLeaderEpochRequest[4](replica_id=-1, topics=[t(topic=TOPIC, partitions=[
+            t.OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=epoch)])])
+        part = wire(broker).send(req).topics[0].partitions[0]
+        return part.error_code, part.leader_epoch, part.end_offset
+
+    assert ask(other, 0) == (0, 0, 2)  # epoch 0 ended where epoch 1 began
+    assert ask(other, 1) == (0, 1, 3)  # the current epoch ends at the log end
+    assert ask(other, 7)[1:] == (-1, -1)
+    assert ask(other, 1, current=0)[0] == ec.FENCED_LEADER_EPOCH  # the asker's metadata is old
+    assert ask(other, 1, current=2)[0] == ec.UNKNOWN_LEADER_EPOCH  # the broker's is
+    assert ask(first_leader, 1)[0] == ec.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_kafka_python_consumer_keeps_fetching_after_the_leader_moves(mock_cluster: MockCluster) -> None:
+    """kafka-python validates its position with OffsetForLeaderEpoch after a leader epoch change and
+    stopped fetching the partition for good when the mock did not answer it (found by the chaos tier)."""
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition
+
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    append(log, mock_cluster, build_batch([(None, b"before")]))
+    consumer = KafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, enable_auto_commit=False,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=50)
+    try:
+        tp = TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        seen: list[bytes] = []
+
+        def read_until(value: bytes) -> None:
+            for _ in range(200):  # bounded: each poll waits at most 50 ms
+                seen.extend(r.value for r in consumer.poll(timeout_ms=50).get(tp, []))
+                if value in seen:
+                    return
+            raise AssertionError(f"{value!r} not read; saw {seen}")
+
+        read_until(b"before")
+        for hop in range(3):
+            other = next(b for b in mock_cluster.broker_ids if b != log.leader_id)
+            mock_cluster.move_leader(TOPIC, 0, other)
+            append(log, mock_cluster, build_batch([(None, b"after-%d" % hop)]))
+            read_until(b"after-%d" % hop)
+        assert any(e.api == "OffsetForLeaderEpoch" for e in mock_cluster.request_log)
+    finally:
+        consumer.close()

@@ -444,3 +444,54 @@ def test_run_returns_open_after_max_transactions_and_stop_closes_it() -> None:
     assert h.output_values() == expected_values({T0: 6})
     assert h.proc.stop() is True
     assert h.proc.closed and consumer.closed and producer.closed_with == 10.0
+
+
+# --- found by the chaos tier (two instances, missed generations) ------------------------------------
+
+
+def test_offsets_are_not_committed_while_the_consumer_has_no_generation() -> None:
+    """kafka-python reports generation -1 and no member id while it rejoins; Kafka accepts such a
+    TxnOffsetCommit without fencing, so the transaction must not commit: abort, rewind, redo."""
+    data = {T0: 4}
+    h = Harness(data, max_records_per_txn=4)
+    consumer, producer = h.started()
+    consumer.generation = -1
+    consumer.before_poll.append(lambda c: None)
+    consumer.before_poll.append(lambda c: setattr(c, "generation", 2))  # rejoined
+    h.proc.run(max_transactions=1)
+    assert all(gm.generation_id >= 0 and gm.member_id for gm in producer.group_metadata)
+    assert h.proc.metrics()["aborts_on_error"] == 1
+    assert h.output_values() == expected_values(data)  # once, after the rejoin
+
+
+def test_a_partition_kept_across_a_missed_generation_resumes_at_the_committed_offset() -> None:
+    """kafka-python keeps a partition's position when it is in the old and the new assignment, even
+    if this member missed a generation in which another member processed and committed it."""
+    data = {T0: 12}
+    h = Harness(data, max_records_per_txn=4)
+    consumer, producer = h.started()
+    h.proc.run(max_transactions=1)  # this instance: records 0-3, committed offset 4
+    assert h.group.committed == {T0: 4}
+
+    def another_member_took_4_to_7(c: FakeConsumer) -> None:
+        h.group.committed[T0] = 8
+        producer.committed.extend(OutputRecord("out", f"0:{o}".encode(), partition=0) for o in range(4, 8))
+        c.rebalance({T0})  # T0 back to us; kafka-python keeps our position 4
+
+    consumer.before_poll.append(another_member_took_4_to_7)
+    h.proc.run(max_transactions=1)
+    assert h.group.committed == {T0: 12}
+    assert sorted(h.output_values()) == expected_values(data)  # 4-7 not written twice
+
+
+def test_kafka_python_errors_of_the_consumer_become_ours() -> None:
+    import kafka.errors as kerrors
+
+    h = Harness({T0: 1})
+
+    def unreachable(**settings: Any) -> Any:
+        raise kerrors.KafkaTimeoutError("Unable to bootstrap from ['k:9092']")
+
+    h.proc._consumer_factory = unreachable
+    with pytest.raises(errors.TimeoutError, match=r"creating the consumer.*Unable to bootstrap"):
+        h.proc.run(max_transactions=1)

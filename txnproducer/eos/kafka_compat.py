@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from txnproducer import errors
 from txnproducer._internal.log import get_logger
 
-__all__ = ["load_metadata_before_join", "rescue_lost_join"]
+__all__ = ["as_txn_error", "close_consumer_abruptly", "load_metadata_before_join", "new_consumer",
+           "rescue_lost_join"]
 
 _log = get_logger("txnproducer.eos")
 
@@ -87,3 +89,38 @@ def _is_stable(coordinator: Any) -> bool:
     action). kafka-python 3.0.x keeps the state as ``kafka.structs.MemberState`` strings."""
     state = getattr(coordinator, "state", None)
     return not isinstance(state, str) or state == _STABLE
+
+
+def as_txn_error(exc: BaseException, doing: str) -> errors.TxnProducerError:
+    """One of our classes for an error kafka-python's consumer raised (every error of a public call
+    derives from TxnProducerError): its timeout as TimeoutError, authorization refusals as the
+    matching abortable classes, retriable codes as BrokerError, anything else as FatalError."""
+    text = f"{doing}: {type(exc).__name__}: {exc}"
+    code = getattr(exc, "errno", None)
+    if type(exc).__name__ == "KafkaTimeoutError":
+        return errors.TimeoutError(text)
+    if code == errors.TopicAuthorizationError.error_code:
+        return errors.TopicAuthorizationError(text, error_code=code)
+    if code == errors.GroupAuthorizationError.error_code:
+        return errors.GroupAuthorizationError(text, error_code=code)
+    if getattr(exc, "retriable", False):
+        return errors.BrokerError(text, error_code=code if isinstance(code, int) and code > 0 else None)
+    return errors.FatalError(text, error_code=code if isinstance(code, int) and code > 0 else None)
+
+
+def close_consumer_abruptly(consumer: Any) -> None:
+    """Drop a kafka-python consumer's connections without LeaveGroup (a crash, for tests)."""
+    if consumer is None:
+        return
+    try:
+        consumer._closed = True
+        consumer._client.close()
+    except Exception:  # best effort: kafka-python internals
+        _log.warning("eos.abrupt_close_failed", exc_info=True)
+
+
+def new_consumer(**settings: Any) -> Any:
+    """kafka-python's KafkaConsumer: the processor's default consumer factory."""
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(**settings)

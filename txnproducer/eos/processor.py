@@ -35,15 +35,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer.config import ProducerConfig
-from txnproducer.eos.kafka_compat import load_metadata_before_join, rescue_lost_join
+from txnproducer.eos.kafka_compat import (
+    as_txn_error,
+    close_consumer_abruptly,
+    load_metadata_before_join,
+    new_consumer,
+    rescue_lost_join,
+)
 from txnproducer.eos.output_record import OutputRecord
-from txnproducer.eos.progress import TxnProgress
-from txnproducer.eos.settings import consumer_settings, producer_settings
+from txnproducer.eos.progress import METRIC_NAMES, TxnProgress
+from txnproducer.eos.settings import bootstrap_of, consumer_settings, producer_settings
 from txnproducer.producer import TransactionalProducer
 
 __all__ = ["CrashPoint", "TransactionalProcessor"]
@@ -54,16 +61,6 @@ CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata]], None]
 AssignCallback = Callable[[set[TopicPartition]], None]
 CrashPoint = Literal["after_send", "before_commit"]
 
-_METRIC_NAMES = (
-    "transactions_committed",
-    "transactions_aborted",
-    "aborts_on_revocation",
-    "aborts_on_error",
-    "records_polled",
-    "records_in",
-    "records_out",
-    "rebalances",
-)
 
 
 class _UserCodeError(Exception):
@@ -101,12 +98,6 @@ _NEEDS_AN_OPERATOR: tuple[type[errors.AbortableError], ...] = (
     errors.TopicAuthorizationError,
 )
 _STOPS_THE_LOOP: tuple[type[errors.TxnProducerError], ...] = (errors.FatalError, *_NEEDS_AN_OPERATOR)
-
-
-def _default_consumer_factory(**settings: Any) -> Any:
-    from kafka import KafkaConsumer
-
-    return KafkaConsumer(**settings)
 
 
 def _default_producer_factory(config: ProducerConfig) -> Any:
@@ -172,7 +163,7 @@ class TransactionalProcessor:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise errors.ConfigError(f"{name} must be an int >= {low}, got {value!r}")
         producer_bootstrap = (producer_config.bootstrap_servers if isinstance(producer_config, ProducerConfig)
-                              else _bootstrap_of(producer_config))
+                              else bootstrap_of(producer_config))
         self._consumer_settings = consumer_settings(consumer_config, producer_bootstrap)
         self._group_id: str = self._consumer_settings["group_id"]
         self._producer_config = producer_settings(
@@ -189,7 +180,7 @@ class TransactionalProcessor:
         self._on_commit = on_commit
         self._on_assigned = on_assigned
         self._assigned: frozenset[TopicPartition] = frozenset()
-        self._consumer_factory = consumer_factory or _default_consumer_factory
+        self._consumer_factory = consumer_factory or new_consumer
         self._producer_factory = producer_factory or _default_producer_factory
         self._log = get_logger("txnproducer.eos").bind(
             transactional_id=self._producer_config.transactional_id, group_id=self._group_id)
@@ -198,7 +189,7 @@ class TransactionalProcessor:
         self._producer: Any = None
         self._progress = TxnProgress()
         self._lock = threading.Lock()
-        self._metrics = dict.fromkeys(_METRIC_NAMES, 0)
+        self._metrics = dict.fromkeys(METRIC_NAMES, 0)
         self._stop_requested = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -206,6 +197,9 @@ class TransactionalProcessor:
         self._closed = False
         self._crash_at: CrashPoint | None = None
         self._listener_error: BaseException | None = None
+        # partitions assigned since the last poll: their positions are set from the group's
+        # committed offsets before any of their records is processed (see _resync_positions)
+        self._resync: set[TopicPartition] = set()
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -263,7 +257,10 @@ class TransactionalProcessor:
                 raise
             self._producer = producer
         if self._consumer is None:
-            consumer = self._consumer_factory(**self._consumer_settings)
+            try:
+                consumer = self._consumer_factory(**self._consumer_settings)
+            except KafkaError as exc:  # kafka-python's own classes must not escape a public call
+                raise as_txn_error(exc, "creating the consumer") from exc
             consumer.subscribe(topics=self._topics, listener=_Listener(self))
             load_metadata_before_join(consumer)
             self._consumer = consumer
@@ -375,7 +372,7 @@ class TransactionalProcessor:
         try:
             self._producer.close(timeout=0)  # force: no abort, connections dropped
         finally:
-            _close_consumer_abruptly(self._consumer)
+            close_consumer_abruptly(self._consumer)
         raise _Crashed()
 
     def _shutdown(self, after_fatal: bool = False) -> None:
@@ -410,9 +407,14 @@ class TransactionalProcessor:
         timeout_ms = self._poll_ms
         if progress.open:
             timeout_ms = min(timeout_ms, max(0, int(self._max_txn_ms - progress.age_ms())))
-        batches = self._consumer.poll(timeout_ms=timeout_ms, max_records=max(1, room))
+        try:
+            batches = self._consumer.poll(timeout_ms=timeout_ms, max_records=max(1, room))
+        except KafkaError as exc:
+            raise as_txn_error(exc, "polling the input topics") from exc
         self._raise_listener_error()
         rescue_lost_join(self._consumer)
+        if self._resync:
+            batches = self._resync_positions(batches)
         records = [record for tp_records in batches.values() for record in tp_records]
         if not records:
             return 0
@@ -458,8 +460,17 @@ class TransactionalProcessor:
         offsets = progress.next_offsets()
         producer = self._producer
         committing = False
+        group_metadata = self._consumer.group_metadata()
+        if group_metadata.generation_id < 0 or not group_metadata.member_id:
+            # kafka-python reports generation -1 and no member id while it rejoins; a
+            # TxnOffsetCommit without them is not fenced by the group (Kafka accepts it as a
+            # "simple" commit), so a member that lost its partitions would commit them anyway
+            self._abort(reason="error", cause=errors.CommitFailedError(
+                "the consumer is not a member of a group generation (it is rejoining): the "
+                "transaction's offsets cannot be fenced, so it is aborted and its input processed again"))
+            return
         try:
-            producer.send_offsets_to_transaction(offsets, self._consumer.group_metadata(), timeout=self._op_s)
+            producer.send_offsets_to_transaction(offsets, group_metadata, timeout=self._op_s)
             self._maybe_crash("before_commit")
             committing = True
             try:
@@ -542,6 +553,7 @@ class TransactionalProcessor:
 
     def _on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
         self._assigned = frozenset(partitions)
+        self._resync = self._resync | set(partitions)  # replaced, not mutated: read by the loop
         self._count(rebalances=1)
         self._log.info("eos.assigned", partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
         if self._on_assigned is not None:
@@ -549,6 +561,33 @@ class TransactionalProcessor:
                 self._on_assigned(set(partitions))
             except Exception as exc:  # a user callback must not break the consumer's IO loop
                 self._log.warning("eos.on_assigned_failed", error=repr(exc))
+
+    def _resync_positions(self, batches: dict[TopicPartition, list[Any]]) -> dict[TopicPartition, list[Any]]:
+        """Start newly assigned partitions at the group's committed offsets; drop what was fetched
+        for them meanwhile.
+
+        Why: kafka-python keeps a partition's fetch position across a rebalance when the partition
+        is in both the old and the new assignment - even when this member missed a generation in
+        between and another member processed and committed records of it. Resuming there would
+        process those records a second time (seen in the chaos tier with two instances). The
+        group's committed offset is the truth; a partition without one keeps its position (the
+        reset policy's, or where an aborted transaction of ours started).
+        """
+        pending, self._resync = self._resync, set()
+        resynced = pending & set(self._consumer.assignment() or ())
+        for tp in resynced:
+            fetched = batches.get(tp)
+            try:
+                committed = self._consumer.committed(tp, timeout_ms=int(self._op_s * 1000))
+            except Exception as exc:  # try again after the next poll; process nothing of tp meanwhile
+                self._log.warning("eos.committed_lookup_failed", partition=str(tp), error=repr(exc))
+                self._resync = self._resync | {tp}
+                committed = None
+            if committed is not None:
+                self._consumer.seek(tp, int(committed))
+            elif fetched:  # no committed offset: fetch again from where these records started
+                self._consumer.seek(tp, fetched[0].offset)
+        return {tp: records for tp, records in batches.items() if tp not in resynced}
 
     def _raise_listener_error(self) -> None:
         exc, self._listener_error = self._listener_error, None
@@ -558,19 +597,3 @@ class TransactionalProcessor:
             raise errors.FatalError(f"abort on revocation did not complete: {exc}") from exc
         raise exc
 
-
-def _bootstrap_of(settings: Mapping[str, Any]) -> Any:
-    if not isinstance(settings, Mapping):
-        return None
-    return settings.get("bootstrap_servers", settings.get("bootstrap.servers"))
-
-
-def _close_consumer_abruptly(consumer: Any) -> None:
-    """Drop a kafka-python consumer's connections without LeaveGroup (a crash, for tests)."""
-    if consumer is None:
-        return
-    try:
-        consumer._closed = True
-        consumer._client.close()
-    except Exception:  # best effort: kafka-python internals
-        get_logger("txnproducer.eos").warning("eos.abrupt_close_failed", exc_info=True)

@@ -15,7 +15,19 @@ from typing import Any
 
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["TxnProgress"]
+__all__ = ["METRIC_NAMES", "TxnProgress"]
+
+#: the counters TransactionalProcessor.metrics() reports
+METRIC_NAMES = (
+    "transactions_committed",
+    "transactions_aborted",
+    "aborts_on_revocation",
+    "aborts_on_error",
+    "records_polled",
+    "records_in",
+    "records_out",
+    "rebalances",
+)
 
 
 class TxnProgress:

@@ -15,7 +15,14 @@ from typing import Any
 from txnproducer.config import ProducerConfig
 from txnproducer.errors import ConfigError
 
-__all__ = ["consumer_settings", "producer_settings"]
+__all__ = ["bootstrap_of", "consumer_settings", "producer_settings"]
+
+
+def bootstrap_of(settings: Mapping[str, Any]) -> Any:
+    """The bootstrap servers of a settings mapping in either spelling (None: not a mapping)."""
+    if not isinstance(settings, Mapping):
+        return None
+    return settings.get("bootstrap_servers", settings.get("bootstrap.servers"))
 
 
 def _normalize(mapping: Mapping[str, Any]) -> dict[str, Any]:

@@ -162,6 +162,8 @@ class PartitionLog:
         self._producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._aborted: list[AbortedTxn] = []
+        # the leader epoch cache: (epoch, start offset), as Kafka's LeaderEpochFileCache
+        self._epochs: list[tuple[int, int]] = [(leader_epoch, 0)]
 
     # ------------------------------------------------------------------ reads
     @property
@@ -374,4 +376,20 @@ class PartitionLog:
 
     def set_leader(self, leader_id: int, leader_epoch: int) -> None:
         self.leader_id = leader_id
+        if leader_epoch > self._epochs[-1][0]:  # a new leader starts its epoch at the log end
+            self._epochs.append((leader_epoch, self.high_watermark))
         self.leader_epoch = leader_epoch
+
+    def end_offset_for_epoch(self, requested: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's ``LeaderEpochFileCache.endOffsetFor``:
+        the current epoch ends at the log end; an earlier one where the next epoch starts, answered
+        with the largest epoch not above it; an unknown one (-1, -1)."""
+        if requested < 0:
+            return -1, -1
+        if requested == self._epochs[-1][0]:
+            return requested, self.high_watermark
+        higher = next(((e, start) for e, start in self._epochs if e > requested), None)
+        if higher is None:
+            return -1, -1
+        floor = [e for e, _ in self._epochs if e <= requested]
+        return (floor[-1] if floor else requested), higher[1]

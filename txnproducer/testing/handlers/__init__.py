@@ -41,6 +41,7 @@ from . import (
     metadata,
     offset_commit,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
@@ -86,6 +87,7 @@ HANDLERS: tuple[Api, ...] = (
     api_versions.declare(advertised_versions),  # 18
     create_topics.API,  # 19
     init_producer_id.API,  # 22
+    offset_for_leader_epoch.API,  # 23
     add_partitions_to_txn.API,  # 24
     add_offsets_to_txn.API,  # 25
     end_txn.API,  # 26
