@@ -110,6 +110,10 @@ class KafkaHomeBroker:
         self._stdout_path = workdir / "server.out"
 
     def properties(self) -> str:
+        return "".join(f"{k}={v}\n" for k, v in self.property_map().items())
+
+    def property_map(self) -> dict[str, str]:
+        """server.properties as a mapping, so that a variant (a secured broker) can change a few."""
         data = self.workdir / "data"
         lines = {
             "process.roles": "broker,controller",
@@ -136,7 +140,11 @@ class KafkaHomeBroker:
             # the transaction-timeout test waits for the coordinator's abort: check every second, not 10 s
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
-        return "".join(f"{k}={v}\n" for k, v in lines.items())
+        return lines
+
+    def format_args(self) -> list[str]:
+        """Extra ``kafka-storage.sh format`` arguments (a secured broker adds its SCRAM users here)."""
+        return []
 
     def start(self) -> None:
         started = time.monotonic()
@@ -150,7 +158,7 @@ class KafkaHomeBroker:
         bin_dir = self.kafka_home / "bin"
         fmt = subprocess.run(
             [str(bin_dir / "kafka-storage.sh"), "format", "--standalone", "-t", random_cluster_id(),
-             "-c", str(props), *feature_args()],
+             "-c", str(props), *feature_args(), *self.format_args()],
             env=env, capture_output=True, timeout=BROKER_START_TIMEOUT_S, check=False,
         )  # fmt: skip
         if fmt.returncode != 0:
