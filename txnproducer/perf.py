@@ -412,12 +412,16 @@ def _stop_process(proc: subprocess.Popen[str]) -> None:
         proc.wait(MOCK_STOP_TIMEOUT_S)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
-    """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off."""
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0,
+                 **security: Any) -> None:
+    """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off.
+    ``security``: the producer's ``security_protocol``/``ssl_*``/``sasl_*`` settings, for the admin client."""
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000))
+    admin_keys = KafkaAdminClient.DEFAULT_CONFIG
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
+                             **{k: v for k, v in security.items() if k in admin_keys})
     try:
         admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
     except TopicAlreadyExistsError:
@@ -430,8 +434,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
 def bootstrap_for(args: argparse.Namespace, topics: Sequence[str]) -> Iterator[str]:
     """The ``--bootstrap`` cluster (topics created there), else a fresh standalone mock cluster."""
     if args.bootstrap:
+        security = {k: v for k, v in extra_settings(args).items()
+                    if k == "security_protocol" or k.startswith(("ssl_", "sasl_"))}
         for topic in topics:
-            create_topic(args.bootstrap, topic, args.partitions)
+            create_topic(args.bootstrap, topic, args.partitions, **security)
         yield args.bootstrap
         return
     with mock_cluster_process(args.brokers, args.transaction_version, args.partitions, topics,
@@ -490,6 +496,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the started MockCluster skips CRC validation (less broker CPU)")
     parser.add_argument("--max-seconds", type=float, default=None,
                         help="stop at the first transaction boundary after this long")
+    parser.add_argument("--producer-props", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="more producer settings, Java or Python names (security.protocol=SASL_SSL ...); "
+                             "they win over the options above")
+    parser.add_argument("--producer.config", "--producer-config", dest="producer_config", default=None,
+                        metavar="FILE", help="a Java .properties file of producer settings (a secured "
+                                             "cluster's, say); --producer-props win over it")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
@@ -504,6 +516,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def extra_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--producer.config`` then ``--producer-props``, in Python names (ConfigError on a bad key)."""
+    from txnproducer._internal.config_names import coerce_text
+    from txnproducer._internal.properties_file import load_properties, parse_properties
+    from txnproducer.config import ProducerConfig
+
+    given = load_properties(args.producer_config) if args.producer_config else {}
+    given.update(parse_properties("\n".join(args.producer_props), "--producer-props"))
+    return {key: coerce_text(ProducerConfig, key, value)
+            for key, value in ProducerConfig.normalize_keys(given).items()}
+
+
 def producer_settings(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
     """TransactionalProducer settings for the parsed options."""
     return {
@@ -513,6 +537,7 @@ def producer_settings(args: argparse.Namespace, bootstrap: str) -> dict[str, Any
         "batch_size": args.batch_size,
         "buffer_memory": args.buffer_memory,
         "compression_type": args.compression,
+        **extra_settings(args),
     }
 
 

@@ -96,7 +96,8 @@ SETUPS = [("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-256"), ("SASL_SSL", "SC
           ("SASL_SSL", "OAUTHBEARER"), ("SASL_PLAINTEXT", "SCRAM-SHA-512"), ("MTLS", None)]
 
 
-@pytest.mark.parametrize(("listener", "mechanism"), SETUPS, ids=[f"{lst}-{m or 'mutual'}" for lst, m in SETUPS])
+@pytest.mark.parametrize(("listener", "mechanism"), SETUPS,
+                         ids=[f"{lst}-{m or 'mutual'}" for lst, m in SETUPS])
 def test_each_protocol_and_mechanism_commits_and_aborts(secured: Any, listener: str,
                                                        mechanism: str | None) -> None:
     topic = f"allowed-{listener}-{mechanism or 'mtls'}".lower()
@@ -157,7 +158,8 @@ def test_an_expired_token(secured: Any) -> None:
 def test_a_ca_that_did_not_sign_the_broker(secured: Any, tmp_path: Path) -> None:
     other_ca = tmp_path / "other-ca.pem"
     trustme.CA().cert_pem.write_to_path(str(other_ca))
-    settings = {**producer_settings(target(secured, "SASL_SSL"), "SCRAM-SHA-512"), "ssl_cafile": str(other_ca)}
+    settings = {**producer_settings(target(secured, "SASL_SSL"), "SCRAM-SHA-512"),
+                "ssl_cafile": str(other_ca)}
     err = refused("tx-wrong-ca", errors.SslAuthenticationError, **settings)
     assert "not trusted" in str(err) and str(other_ca) in str(err)
 
@@ -211,7 +213,8 @@ def test_no_secret_in_any_log_repr_metric_or_error(secured: Any, debug_everywher
                 p.send("allowed-secrets", b"v", partition=0)
             everything_about(p, seen)
     for mechanism in ("PLAIN", "SCRAM-SHA-512"):
-        wrong = {**producer_settings(target(secured, "SASL_SSL"), mechanism), "sasl_plain_password": wrong_password}
+        wrong = {**producer_settings(target(secured, "SASL_SSL"), mechanism),
+                 "sasl_plain_password": wrong_password}
         with producer(f"tx-secrets-wrong-{mechanism}", **wrong) as p:
             with pytest.raises(errors.SaslAuthenticationError) as caught:
                 p.init_transactions()

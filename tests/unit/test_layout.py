@@ -30,6 +30,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer._internal.log", ()),
     ("txnproducer._internal.metrics", ()),
     ("txnproducer._internal.partitioner", ()),
+    ("txnproducer._internal.properties_file", ()),
     ("txnproducer.errors", ("txnproducer._internal.protocol",)),
     ("txnproducer.prepared", ("txnproducer.errors",)),
     ("txnproducer._internal.config_checks", ("txnproducer.errors",)),

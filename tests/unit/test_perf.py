@@ -245,3 +245,40 @@ def test_main_starts_and_stops_a_standalone_mock_cluster(capsys: pytest.CaptureF
     summary = capsys.readouterr().out
     assert "txnproducer: 200 records in 4 transactions" in summary
     assert "records/s" in summary and "p99" in summary and "peak RSS" in summary
+
+
+def test_a_secured_cluster_from_a_java_properties_file(tmp_path: Any) -> None:
+    """--producer.config takes the Java client's file (Java names, text values) and --producer-props win
+    over it; the topic is created through the same authenticated listener."""
+    from txnproducer.testing import MockCluster
+
+    users = {"alice": "alice-pw"}
+    with MockCluster(num_brokers=1, sasl_mechanisms=["SCRAM-SHA-512"], users=users) as cluster:
+        config = tmp_path / "client.properties"
+        config.write_text("# the Java client's settings\nsecurity.protocol=SASL_PLAINTEXT\n"
+                          "sasl.mechanism = SCRAM-SHA-512\nsasl.plain.username: alice\n"
+                          "sasl.plain.password=alice-pw\nlinger.ms=50\n")
+        out = io.StringIO()
+        args = parse("--bootstrap", cluster.bootstrap_servers, "--num-records", "20",
+                     "--records-per-txn", "10", "--topic", "perf-secured", "--partitions", "2", "--json",
+                     "--no-progress",
+                     "--producer.config", str(config), "--producer-props", "linger.ms=0")
+        assert perf.extra_settings(args)["linger_ms"] == 0
+        assert perf.run(args, out=out) == 0
+        assert len(cluster.state.topics["perf-secured"].partitions) == 2
+        produced = cluster.wait_for_request(lambda e: e.api == "Produce")
+        assert produced.principal == "User:alice"
+    assert json.loads(out.getvalue())["records"] == 20
+
+
+def test_producer_props_are_checked_like_any_setting(tmp_path: Any) -> None:
+    from txnproducer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown configuration key 'linger\.msec'"):
+        perf.extra_settings(parse("--producer-props", "linger.msec=5"))
+    with pytest.raises(ConfigError, match="ssl_cafile"):
+        perf.extra_settings(parse("--producer-props", "ssl.truststore.location=/x.jks"))
+    bad = tmp_path / "bad.properties"
+    bad.write_text("security.protocol=SSL\njust-a-word\n")
+    with pytest.raises(ValueError, match=r"bad.properties:2: expected key=value"):
+        perf.extra_settings(parse("--producer.config", str(bad)))
