@@ -33,7 +33,8 @@ class SinkOptions:
     ``kafka.*`` options. ``commit_parallelism``: prepared transactions completed concurrently by
     the driver. ``commit_timeout_s``: bound on completing one of them."""
 
-    producer_settings: dict[str, str]
+    # the settings hold passwords (kafka.sasl.plain.password, ...): never in the repr
+    producer_settings: dict[str, str] = attrs.field(repr=lambda s: repr(ProducerConfig.redacted(s)))
     topic: str | None = None
     transactional_id_prefix: str = "txnkafka"
     commit_log: str | None = None
