@@ -61,3 +61,17 @@ def read_committed_via_kafka_python(cluster: MockCluster, topic: str, partitions
     finally:
         consumer.close()
     return values
+
+
+def partition_runs(partitions: list[int]) -> list[int]:
+    """Lengths of the runs of consecutive records sent to one partition (the sticky partitioner's
+    trail): ``[0, 0, 2, 0] -> [2, 1, 1]``."""
+    runs: list[int] = []
+    previous = None
+    for p in partitions:
+        if p == previous:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        previous = p
+    return runs

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests._support.producers import ProducerFactory, committed_values
+from tests._support.producers import ProducerFactory, committed_values, partition_runs
 from txnproducer import errors
 from txnproducer.testing import MockCluster
 
@@ -132,14 +132,7 @@ def test_keyless_records_switch_partition_by_bytes_produced_whatever_linger_does
             future = producer.send("spread", value)
             producer.flush(5)
             partitions.append(future.get(5).partition)
-    runs: list[int] = []  # lengths of consecutive records on one partition
-    previous = None
-    for p in partitions:
-        if p == previous:
-            runs[-1] += 1
-        else:
-            runs.append(1)
-        previous = p
+    runs = partition_runs(partitions)
     # each partition got batch_size bytes (every flush leaves its last batch full), then the next
     # sticky partition is random: it may be the same one, so a run is a whole multiple of that
     assert all(run % 10 == 0 for run in runs[:-1]), runs
