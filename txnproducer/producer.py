@@ -40,6 +40,7 @@ from txnproducer._internal.partitioner import (
 )
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 from txnproducer.prepared import PreparedTxnState
@@ -202,10 +203,11 @@ class TransactionalProducer:
             raise
         self._forget(op, result)
 
-    def _start_op(self, op: str, start: Callable[[], Any]) -> Any:
+    def _start_op(self, op: str,
+                  start: Callable[[], TransactionalRequestResult]) -> TransactionalRequestResult:
         """The result of ``op`` still pending from an earlier call, else of a new ``start()``."""
         with self._lock:
-            result = self._pending.get(op)
+            result: TransactionalRequestResult | None = self._pending.get(op)
             if result is None:
                 result = start()
                 self._pending[op] = result

@@ -466,7 +466,7 @@ def test_batch_done_callbacks_fire_once_final_including_split_batches() -> None:
     big = acc.drain(leader, {1})[1][0]
     fired: list[str] = []
     big.add_done_callback(lambda: fired.append("big"))
-    first, second = acc.split_and_reenqueue(big)
+    acc.split_and_reenqueue(big)
     acc.complete(acc.drain(leader, {1})[1][0], 10, -1)
     assert fired == []  # one half is not the whole batch
     acc.complete(acc.drain(leader, {1})[1][0], 12, -1)

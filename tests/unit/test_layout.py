@@ -66,6 +66,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.eos", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
     )),
+    ("txnproducer.aio", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+        "txnproducer._internal.listeners", "txnproducer._internal.txn.result",
+        "txnproducer._internal.batching.batch",
+    )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
         "txnproducer._internal.log",
