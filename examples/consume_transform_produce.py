@@ -218,9 +218,15 @@ def run_demo(bootstrap: str | None = None, inputs: int = 3000, transaction_versi
             print(f"FAILED: a processor raised {failures[0]!r}", file=out)
             return False
 
-        committed = read_output(servers, out_topic, "read_committed")
-        everything = read_output(servers, out_topic, "read_uncommitted")
+        return check_output(servers, out_topic, ends, inputs, out)
 
+
+def check_output(servers: str, out_topic: str, ends: dict[TopicPartition, int], inputs: int,
+                 out: TextIO) -> bool:
+    """Print what read_committed and read_uncommitted consumers see; True if the committed output
+    holds each input (partition:offset up to ``ends``) exactly once, transformed."""
+    committed = read_output(servers, out_topic, "read_committed")
+    everything = read_output(servers, out_topic, "read_uncommitted")
     origins = [r.key.decode() for r in committed]
     expected = {f"{tp.partition}:{o}" for tp, n in ends.items() for o in range(n)}
     duplicates = len(origins) - len(set(origins))

@@ -9,28 +9,17 @@ topics with a read_committed consumer.
 
 from __future__ import annotations
 
-import importlib.util
 import io
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aio_atomic_endpoint.py"
-
-
-def load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("aio_atomic_endpoint", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests._support.examples import load_example
 
 
 def test_every_order_is_complete_or_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     out = io.StringIO()
-    ok = load_example().run_demo(out=out)
+    ok = load_example("aio_atomic_endpoint").run_demo(out=out)
     text = out.getvalue()
     assert ok, text
     assert "24 valid orders answered [201], 3 invalid answered [400], 3 clients hung up" in text

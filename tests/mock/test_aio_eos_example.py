@@ -9,33 +9,22 @@ written exactly once, while a read_uncommitted consumer also sees the killed tra
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests._support.examples import load_example
+
 pytest.importorskip("aiokafka")  # a test dependency ([dev]); the library never imports it
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aio_consume_transform_produce.py"
-
-
-def load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("aio_consume_transform_produce", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.parametrize("transaction_version", [1, 2], ids=["tv1", "tv2"])
 def test_example_reports_each_input_exactly_once_after_a_kill(monkeypatch: pytest.MonkeyPatch,
                                                               transaction_version: int) -> None:
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     out = io.StringIO()
-    ok = load_example().run_demo(inputs=900, transaction_version=transaction_version, out=out)
+    example = load_example("aio_consume_transform_produce")
+    ok = example.run_demo(inputs=900, transaction_version=transaction_version, out=out)
     text = out.getvalue()
     assert ok, text
     assert "Killed alpha (SIGKILL) mid-transaction" in text
