@@ -52,6 +52,7 @@ if str(HERE.parent) not in sys.path:  # the sync example's helpers, also when lo
 from consume_transform_produce import (  # noqa: E402 - the cluster, topics, inputs and the check
     check_output,
     create_topics,
+    demo_arguments,
     kafka,
     produce_inputs,
 )
@@ -288,11 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     for flag in ("--bootstrap", "--in-topic", "--out-topic", "--group", "--name"):
         one.add_argument(flag, required=True)
     one.add_argument("--session-timeout-ms", type=int, default=6000)
-    parser.add_argument("--inputs", type=int, default=3000, help="number of input records (default 3000)")
-    parser.add_argument("--bootstrap", help="bootstrap servers of a real Kafka (default: "
-                        "$KAFKA_BOOTSTRAP_SERVERS or an embedded MockCluster)")
-    parser.add_argument("--transaction-version", type=int, choices=(1, 2), default=2,
-                        help="transaction.version of the embedded MockCluster (default 2)")
+    demo_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)  # aiokafka's and kafka-python's own logging: quiet
     if args.command == "worker":
