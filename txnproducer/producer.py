@@ -40,6 +40,7 @@ from txnproducer._internal.partitioner import (
 )
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 from txnproducer.prepared import PreparedTxnState
@@ -82,6 +83,8 @@ class TransactionalProducer:
             config = config.with_overrides(**settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
+        # send()'s bound on waiting for buffer memory (0: never wait, for txnproducer.aio)
+        self._send_block_s = self._max_block_s
         self._log = get_logger("txnproducer.producer").bind(
             transactional_id=config.transactional_id)
         self._metrics = ProducerMetrics()
@@ -190,12 +193,7 @@ class TransactionalProducer:
             bound, name = timeout, bound_name
         else:
             bound, name = self._bound(timeout)
-        with self._lock:
-            result = self._pending.get(op)
-            if result is None:
-                result = start()
-                self._pending[op] = result
-        self._sender.wakeup()
+        result = self._start_op(op, start)
         try:
             result.wait(bound, name)
         except errors.TimeoutError:
@@ -204,6 +202,17 @@ class TransactionalProducer:
             self._forget(op, result)
             raise
         self._forget(op, result)
+
+    def _start_op(self, op: str,
+                  start: Callable[[], TransactionalRequestResult]) -> TransactionalRequestResult:
+        """The result of ``op`` still pending from an earlier call, else of a new ``start()``."""
+        with self._lock:
+            result: TransactionalRequestResult | None = self._pending.get(op)
+            if result is None:
+                result = start()
+                self._pending[op] = result
+        self._sender.wakeup()
+        return result
 
     def _forget(self, op: str, result: Any) -> None:
         with self._lock:
@@ -259,6 +268,14 @@ class TransactionalProducer:
         FatalError, IllegalStateError, TimeoutError, ClosedError.
         """
         self._check_open("send_offsets_to_transaction")
+        converted, gm = self._offsets_args(offsets, group_metadata)
+        self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
+
+    @staticmethod
+    def _offsets_args(offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                      group_metadata: ConsumerGroupMetadata | str
+                      ) -> tuple[dict[TopicPartition, OffsetAndMetadata], ConsumerGroupMetadata]:
+        """send_offsets_to_transaction()'s arguments checked (ConfigError) and converted."""
         if isinstance(group_metadata, str):
             group_metadata = ConsumerGroupMetadata(group_id=group_metadata)
         elif not isinstance(group_metadata, ConsumerGroupMetadata) or not group_metadata.group_id:
@@ -275,8 +292,7 @@ class TransactionalProducer:
                 raise errors.ConfigError(
                     f"offsets values must be OffsetAndMetadata or int >= 0, got {offset!r} for {tp!r}")
             converted[TopicPartition(tp[0], tp[1])] = offset
-        gm = group_metadata
-        self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
+        return converted, group_metadata
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every record of the transaction, then commit it atomically.
@@ -394,7 +410,7 @@ class TransactionalProducer:
             parts = self._wait_for_partitions(topic, deadline)
             max_block_s = max(0.0, deadline - time.monotonic())
         else:
-            max_block_s = self._max_block_s
+            max_block_s = self._send_block_s
         sticky: StickyPartition | None = None
         if partition is None and key_bytes is None and self._partitioner is None:
             sticky = self._sticky.current(topic, parts)  # keyless: the built-in partitioner
@@ -533,13 +549,9 @@ class TransactionalProducer:
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
         fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
         bound, _ = self._bound(timeout)
-        self._acc.close()
-        self._sender.initiate_close(force=bound == 0)
+        if not self._begin_close(bound):
+            return
         if threading.current_thread() is self._sender:
             return  # called from a callback: the Sender finishes closing after it returns
         self._sender.join(bound)
@@ -547,6 +559,16 @@ class TransactionalProducer:
             self._log.warning("txn.close_forced", timeout_s=bound)
             self._sender.initiate_close(force=True)
             self._sender.join(max(5.0, self._config.request_timeout_ms / 1000))
+
+    def _begin_close(self, bound: float) -> bool:
+        """What close() does without waiting; False if the producer was closed already."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        self._acc.close()
+        self._sender.initiate_close(force=bound == 0)
+        return True
 
     def __enter__(self) -> TransactionalProducer:
         return self

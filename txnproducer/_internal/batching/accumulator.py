@@ -18,7 +18,8 @@ Memory (the Java client's ``BufferPool`` rule): a batch reserves its whole capac
 ``buffer_memory`` when it starts (``batch_size``, or a larger single record's size), and the
 reservation is released when the batch reaches a final state. Appending to an open batch needs
 no accounting, which keeps the per-record path short. Starting a batch blocks while the pool is
-exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError`.
+exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError` (at once
+for 0: a caller that must not block then waits on ``memory_freed`` and tries again).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.batching.batch import ProducerBatch, RecordFuture
+from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     MAX_RECORD_OVERHEAD,
@@ -148,6 +150,8 @@ class RecordAccumulator:
         self._flushes = 0
         self._closed = False
         self._drain_start = 0
+        # fired whenever a blocked append could go on: what a caller that must not block waits on
+        self.memory_freed = Listeners()
 
     # -- application side ---------------------------------------------------------------------
 
@@ -216,6 +220,7 @@ class RecordAccumulator:
         self._incomplete[batch] = None
         if self._memory_waiters:
             self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
+            self.memory_freed.notify()
         return first, True
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
@@ -264,6 +269,13 @@ class RecordAccumulator:
         finally:
             self._memory_waiters -= 1
 
+    def count_memory_waiter(self, delta: int) -> None:
+        """+1/-1: a caller that must not block waits for memory (the Sender then ignores linger)."""
+        with self._mutex:
+            self._memory_waiters += delta
+        if delta > 0 and self._wakeup is not None:
+            self._wakeup()
+
     def begin_flush(self) -> None:
         """Make every batch ready at once (flush/commit); pair with :meth:`await_flush_completion`."""
         with self._mutex:
@@ -272,8 +284,7 @@ class RecordAccumulator:
     def await_flush_completion(self, timeout_s: float | None) -> None:
         """Wait until every batch that existed at the call is final; always ends the flush."""
         try:
-            with self._mutex:
-                pending = list(self._incomplete)
+            pending = self.incomplete_batches()
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             for batch in pending:
                 remaining = batch.max_wait_s if deadline is None else deadline - time.monotonic()
@@ -283,8 +294,15 @@ class RecordAccumulator:
                         f"flush did not complete within {bound}; "
                         f"{batch.tp.topic}-{batch.tp.partition} still pending")
         finally:
-            with self._mutex:
-                self._flushes -= 1
+            self.end_flush()
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._mutex:
+            return list(self._incomplete)
+
+    def end_flush(self) -> None:
+        with self._mutex:
+            self._flushes -= 1
 
     @property
     def flush_in_progress(self) -> bool:
@@ -295,6 +313,7 @@ class RecordAccumulator:
         with self._mutex:
             self._closed = True
             self._lock.notify_all()
+        self.memory_freed.notify()
 
     # -- sender side -----------------------------------------------------------------------
 
@@ -500,6 +519,7 @@ class RecordAccumulator:
             self._used -= batch.reserved
             batch.reserved = 0
             self._lock.notify_all()
+            self.memory_freed.notify()
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:
         """Record success; False if the batch was already final (e.g. expired meanwhile)."""
