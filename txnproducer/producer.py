@@ -136,7 +136,7 @@ class TransactionalProducer:
             self._fast_send = _SPEEDUPS.SendPath(
                 self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps,
-                self._acc.appender, self._acc, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
+                self._acc.appender, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
                 self._plain_keys, self._plain_values, self._partitioner is None)
         self._sender.start()
 

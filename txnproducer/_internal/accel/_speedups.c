@@ -235,7 +235,7 @@ static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzi
 
 /* interned attribute names */
 static PyObject *s_closed, *s_crashed, *s_state, *s_partition_cache, *s_added, *s_current, *s_parts,
-    *s_tp, *s_produced, *s_add_partition, *s_add, *s_choose, *s_is_last_batch_full, *s_wakeup,
+    *s_tp, *s_produced, *s_add_partition, *s_add, *s_choose, *s_wakeup,
     *s_acquire, *s_release, *s_append;
 
 /* ---------------------------------------------------------------- BatchEncoder */
@@ -315,9 +315,13 @@ encoder_append_raw(EncoderObject *self, int64_t ts, Bytes *key, Bytes *value, By
 {
     Py_ssize_t offset = self->num_records;
     int64_t ts_delta = 0;
-    if (offset && __builtin_sub_overflow(ts, self->first_ts, &ts_delta)) {
-        PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit 64 bits");
-        return -2;
+    if (offset) {
+        int64_t first = self->first_ts;
+        if ((first < 0 && ts > INT64_MAX + first) || (first > 0 && ts < INT64_MIN + first)) {
+            PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit 64 bits");
+            return -2;
+        }
+        ts_delta = ts - first;
     }
     Py_ssize_t body = 1 + zz_len(ts_delta) + zz_len(offset) + headers->len;
     body += key->len < 0 ? 1 : zz_len(key->len) + key->len;
@@ -875,7 +879,6 @@ typedef struct {
     PyObject *sticky;        /* the StickyPartitioner: _choose(topic, parts) */
     PyObject *tps;           /* topic -> {partition: TopicPartition} */
     PyObject *appender;      /* AppenderObject */
-    PyObject *acc;           /* is_last_batch_full(tp) */
     PyObject *no_headers;    /* encoded "no headers" */
     Py_ssize_t sticky_batch_size;
     Py_ssize_t record_overhead;
@@ -889,15 +892,15 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"producer", "sender", "transaction_manager", "network", "in_transaction",
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
-                             "appender", "accumulator", "no_headers", "record_overhead", "plain_keys",
+                             "appender", "no_headers", "record_overhead", "plain_keys",
                              "plain_values", "builtin_partitioner", NULL};
-    PyObject *producer, *sender, *tm, *net, *in_txn, *sticky, *current, *tps, *appender, *acc, *no_headers;
+    PyObject *producer, *sender, *tm, *net, *in_txn, *sticky, *current, *tps, *appender, *no_headers;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!OO!nppp", kwlist, &producer, &sender,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!O!nppp", kwlist, &producer, &sender,
                                      &tm, &net, &in_txn, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
-                                     &acc, &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
+                                     &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
                                      &plain_values, &builtin))
         return -1;
 #define KEEP(field, obj) do { Py_INCREF(obj); Py_XSETREF(self->field, obj); } while (0)
@@ -910,7 +913,6 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     KEEP(current, current);
     KEEP(tps, tps);
     KEEP(appender, appender);
-    KEEP(acc, acc);
     KEEP(no_headers, no_headers);
 #undef KEEP
     self->sticky_batch_size = sticky_batch_size;
@@ -933,7 +935,6 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->current);
     Py_VISIT(self->tps);
     Py_VISIT(self->appender);
-    Py_VISIT(self->acc);
     Py_VISIT(self->no_headers);
     return 0;
 }
@@ -950,7 +951,6 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->current);
     Py_CLEAR(self->tps);
     Py_CLEAR(self->appender);
-    Py_CLEAR(self->acc);
     Py_CLEAR(self->no_headers);
     return 0;
 }
@@ -1051,18 +1051,12 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
         Py_DECREF(p);
         if (rc < 0)
             return -1;
-        if (produced >= self->sticky_batch_size) {
-            int move = produced >= 2 * self->sticky_batch_size;
-            if (!move) {
-                PyObject *full = PyObject_CallMethodOneArg(self->acc, s_is_last_batch_full, tp);
-                if (full == NULL)
-                    return -1;
-                move = PyObject_IsTrue(full);
-                Py_DECREF(full);
-                if (move < 0)
-                    return -1;
-            }
-            if (move) {
+        /* Whether tp's last batch is full: ``wake`` is exactly that, computed under the
+         * accumulator's lock with the append (the record joined an open batch, so the batch is
+         * full when it reached its capacity), as the Java client computes it in append(); the
+         * Python path asks is_last_batch_full() afterwards, which takes the lock again. */
+        if (produced >= self->sticky_batch_size && (wake || produced >= 2 * self->sticky_batch_size)) {
+            {
                 PyObject *parts = PyObject_GetAttr(sticky_obj, s_parts);
                 if (parts == NULL)
                     return -1;
@@ -1380,7 +1374,6 @@ PyInit__speedups(void)
     INTERN(s_add_partition, "add_partition");
     INTERN(s_add, "add");
     INTERN(s_choose, "_choose");
-    INTERN(s_is_last_batch_full, "is_last_batch_full");
     INTERN(s_wakeup, "wakeup");
     INTERN(s_acquire, "acquire");
     INTERN(s_release, "release");

@@ -25,7 +25,7 @@ class Appender:
 class SendPath:
     def __init__(self, producer: Any, sender: Any, transaction_manager: Any, network: Any,
                  in_transaction: Any, sticky: Any, sticky_current: dict[str, Any], sticky_batch_size: int,
-                 topic_partitions: dict[str, dict[int, Any]], appender: Appender, accumulator: Any,
+                 topic_partitions: dict[str, dict[int, Any]], appender: Appender,
                  no_headers: bytes, record_overhead: int, plain_keys: bool, plain_values: bool,
                  builtin_partitioner: bool) -> None: ...
     def __call__(self, topic: str, value: Any, key: Any, timestamp_ms: Any) -> Any: ...
