@@ -16,6 +16,7 @@ What it may import: nothing of txnproducer (a leaf every room may use).
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -29,10 +30,12 @@ def _load() -> tuple[ModuleType | None, str]:
     if os.environ.get(ENV_VAR, "") not in ("", "0"):
         return None, f"{ENV_VAR}={os.environ[ENV_VAR]}"
     try:
-        from txnproducer._internal.accel import _speedups
-    except ImportError as exc:  # not built: no compiler at install time, or another platform
-        return None, f"compiled extension not available ({exc})"
-    return _speedups, f"compiled extension (CRC-32C: {_speedups.crc_implementation()})"
+        module = importlib.import_module(f"{__name__}._speedups")
+    except ModuleNotFoundError:  # not built: no C compiler at install time, or TXNPRODUCER_NO_EXTENSION
+        return None, "the compiled extension is not built"
+    except ImportError as exc:  # built for another Python, or broken
+        return None, f"the compiled extension failed to load: {exc}"
+    return module, f"compiled extension, CRC-32C by {module.crc_implementation()}"
 
 
 #: The extension module, or None on the pure-Python path.
