@@ -83,13 +83,14 @@ class _Gate:
 
 
 def _accumulator(pure: bool, monkeypatch: pytest.MonkeyPatch, **settings_: int) -> RecordAccumulator:
+    """A compiled accumulator, or a pure-Python one (while ``monkeypatch`` is not undone: the
+    accumulator builds its batch encoders from the module's ActiveBatchEncoder)."""
     if pure:
         monkeypatch.setattr(accumulator_module, "ActiveBatchEncoder", BatchEncoder)
     acc = RecordAccumulator(transaction_manager=_Gate(), **settings_)
     if pure:
         acc.fast_append = None
         acc.appender = None
-    monkeypatch.undo()
     return acc
 
 
@@ -140,12 +141,14 @@ def test_accumulated_batches_are_byte_identical_on_both_paths(records, batch_siz
     """Random records into a compiled and a pure accumulator: the same batches, byte for byte,
     and the same futures (batch, index, sizes); kafka-python decodes them with valid CRCs."""
     out = {}
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        for pure in (False, True):
+    for pure in (False, True):
+        with pytest.MonkeyPatch.context() as monkeypatch:
             acc = _accumulator(pure, monkeypatch, batch_size=batch_size)
+            encoder = BatchEncoder if pure else accel.SPEEDUPS.BatchEncoder
             tps = [TopicPartition("t", p) for p in range(3)]
             futures = [acc.append(tps[p], ts, key, value, headers, 1.0)[0]
                        for p, ts, key, value, headers in records]
+            assert all(type(b.builder) is encoder for dq in acc._batches.values() for b in dq)
             batches: list[bytes] = []
             for tp in tps:
                 for sequence, batch in enumerate(acc._batches.get(tp, ())):
