@@ -34,7 +34,8 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c setup.py | $(VENV)
 # The suite runs twice: all of it on the compiled path, then the producer, batching and codec tests on
 # the pure-Python reference path (the record encoders' property tests cover both in either run).
 PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
-	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py
+	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
+	tests/mock/test_producer_send_paths.py
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"

@@ -34,6 +34,10 @@ from txnproducer.perf import (  # noqa: E402
 )
 
 CLIENTS = ("txnproducer", "kafka-python", "confluent-kafka")
+#: txnproducer on its pure-Python hot path (TXNPRODUCER_PURE_PYTHON=1 in the run's process; compare.py
+#: sets it), for the README's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
+PURE = "txnproducer-pure"
+OUR_CLIENTS = ("txnproducer", PURE)
 
 # records per transaction, default records per run, default time bound per run (seconds)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -130,7 +134,7 @@ class OurClient(TxnProducerClient):
 
 
 def make_client(name: str, bootstrap: str, transactional_id: str) -> Any:
-    if name == "txnproducer":
+    if name in OUR_CLIENTS:
         return OurClient(bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=LINGER_MS,
                          max_block_ms=int(BLOCK_TIMEOUT_S * 1000))
     if name == "kafka-python":
@@ -285,7 +289,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
     if scenario == "S4":
         if input_topic is None:
             raise ValueError("S4 needs --input-topic (filled with records beforehand)")
-        if client_name == "txnproducer":
+        if client_name in OUR_CLIENTS:
             try:
                 result = run_eos_processor(bootstrap, input_topic, topic, n, bound)
             except ImportError:
@@ -311,6 +315,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             client.close()
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
+    out["client"] = client_name
     out["scenario"] = scenario
     if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
         out["cpus"] = sorted(os.sched_getaffinity(0))
@@ -319,7 +324,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", required=True, choices=CLIENTS)
+    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE))
     parser.add_argument("--scenario", required=True, choices=tuple(SCENARIOS))
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True, help="topic written (S4: the output topic)")
@@ -334,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CLIENTS", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
+__all__ = ["CLIENTS", "PURE", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -137,7 +137,7 @@ class TransactionalProducer:
                 self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps,
                 self._acc.appender, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
-                self._plain_keys, self._plain_values, self._partitioner is None)
+                self._plain_keys, self._plain_values, self._partitioner is None, StickyPartition)
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:

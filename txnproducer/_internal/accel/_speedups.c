@@ -234,8 +234,7 @@ slot_set(PyObject *obj, Py_ssize_t off, PyObject *value)
 static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzip_level) */
 
 /* interned attribute names */
-static PyObject *s_closed, *s_crashed, *s_state, *s_partition_cache, *s_added, *s_current, *s_parts,
-    *s_tp, *s_produced, *s_add_partition, *s_add, *s_choose, *s_wakeup,
+static PyObject *s_closed, *s_crashed, *s_state, *s_partition_cache, *s_added, *s_add_partition, *s_add, *s_choose, *s_wakeup,
     *s_acquire, *s_release, *s_append;
 
 /* ---------------------------------------------------------------- BatchEncoder */
@@ -539,6 +538,142 @@ static PyTypeObject EncoderType = {
     .tp_getset = encoder_getset,
 };
 
+/* ---------------------------------------------------------------- Mutex */
+
+/* The accumulator's lock when the accelerator runs: a plain lock like threading.Lock (acquire,
+ * release, the context manager; threading.Condition works on it), which the Appender takes
+ * without a Python call (a method call on threading.Lock parses its arguments: ~300 instructions
+ * per acquire). Blocking waits release the GIL, as threading.Lock's do. */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    int locked;
+} MutexObject;
+
+static PyTypeObject MutexType;
+
+static PyObject *
+mutex_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    MutexObject *self = (MutexObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+mutex_dealloc(MutexObject *self)
+{
+    if (self->lock != NULL) {
+        if (self->locked)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* 1 acquired, 0 timed out; ``timeout_us`` < 0 waits for ever. */
+static int
+mutex_lock(MutexObject *self, PY_TIMEOUT_T timeout_us)
+{
+    PyLockStatus r = PyThread_acquire_lock_timed(self->lock, 0, 0);
+    if (r != PY_LOCK_ACQUIRED && timeout_us != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
+        Py_END_ALLOW_THREADS
+    }
+    if (r != PY_LOCK_ACQUIRED)
+        return 0;
+    self->locked = 1;
+    return 1;
+}
+
+static void
+mutex_unlock(MutexObject *self)
+{
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
+}
+
+static PyObject *
+mutex_acquire(MutexObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    PY_TIMEOUT_T us = !blocking ? 0 : timeout < 0 ? -1 : (PY_TIMEOUT_T)(timeout * 1e6);
+    if (us > PY_TIMEOUT_MAX)
+        us = PY_TIMEOUT_MAX;
+    return PyBool_FromLong(mutex_lock(self, us));
+}
+
+static PyObject *
+mutex_release(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    mutex_unlock(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mutex_enter(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    mutex_lock(self, -1);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+mutex_exit(MutexObject *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+{
+    return mutex_release(self, NULL);
+}
+
+static PyObject *
+mutex_locked(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyMethodDef mutex_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))mutex_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1) -> bool"},
+    {"release", (PyCFunction)mutex_release, METH_NOARGS, "release()"},
+    {"locked", (PyCFunction)mutex_locked, METH_NOARGS, "locked() -> bool"},
+    {"__enter__", (PyCFunction)mutex_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))mutex_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyTypeObject MutexType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txnproducer._internal.accel._speedups.Mutex",
+    .tp_basicsize = sizeof(MutexObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A lock like threading.Lock that the compiled append takes without a Python call.",
+    .tp_new = mutex_new,
+    .tp_dealloc = (destructor)mutex_dealloc,
+    .tp_methods = mutex_methods,
+};
+
 /* ---------------------------------------------------------------- Appender */
 
 /* The Python classes' slots the per-record path touches (offsets; -1: not a plain slot). */
@@ -554,7 +689,8 @@ typedef struct {
     PyObject_HEAD
     PyObject *acc;        /* the RecordAccumulator */
     PyObject *batches;    /* acc._batches: tp -> deque[ProducerBatch] */
-    PyObject *acquire;    /* acc._mutex.acquire / .release */
+    PyObject *mutex;      /* acc._mutex: a Mutex (taken directly), or a lock with acquire/release */
+    PyObject *acquire;
     PyObject *release;
     Py_ssize_t full_at;
     Layout layout;
@@ -663,6 +799,8 @@ appender_init(AppenderObject *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->batches, batches);
     Py_XSETREF(self->acquire, acquire);
     Py_XSETREF(self->release, release);
+    Py_INCREF(mutex);
+    Py_XSETREF(self->mutex, mutex);
     Py_INCREF(batch_type);
     Py_INCREF(future_type);
     self->full_at = full_at;
@@ -676,6 +814,7 @@ appender_traverse(AppenderObject *self, visitproc visit, void *arg)
     Py_VISIT(self->batches);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
+    Py_VISIT(self->mutex);
     return 0;
 }
 
@@ -686,6 +825,7 @@ appender_clear(AppenderObject *self)
     Py_CLEAR(self->batches);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
+    Py_CLEAR(self->mutex);
     return 0;
 }
 
@@ -709,10 +849,15 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
                     Bytes *value, Bytes *headers)
 {
     Layout *l = &self->layout;
-    PyObject *r = PyObject_CallNoArgs(self->acquire);
-    if (r == NULL)
-        return NULL;
-    Py_DECREF(r);
+    int direct = Py_IS_TYPE(self->mutex, &MutexType);
+    if (direct) {
+        mutex_lock((MutexObject *)self->mutex, -1);
+    } else {
+        PyObject *r = PyObject_CallNoArgs(self->acquire);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
     PyObject *result = NULL;
     PyObject *closed = PyObject_GetAttr(self->acc, s_closed);
     if (closed == NULL)
@@ -792,6 +937,10 @@ python:
     Py_INCREF(Py_None);
     result = Py_None;
 unlock:
+    if (direct) {
+        mutex_unlock((MutexObject *)self->mutex);
+        return result;
+    }
     {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
@@ -883,6 +1032,8 @@ typedef struct {
     Py_ssize_t sticky_batch_size;
     Py_ssize_t record_overhead;
     int plain_keys, plain_values, builtin_partitioner;
+    PyTypeObject *sticky_type;  /* StickyPartition: its slots parts, tp, produced by offset */
+    Py_ssize_t sp_parts, sp_tp, sp_produced;
 } SendPathObject;
 
 static PyTypeObject SendPathType;
@@ -893,16 +1044,29 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"producer", "sender", "transaction_manager", "network", "in_transaction",
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
-                             "plain_values", "builtin_partitioner", NULL};
+                             "plain_values", "builtin_partitioner", "sticky_type", NULL};
     PyObject *producer, *sender, *tm, *net, *in_txn, *sticky, *current, *tps, *appender, *no_headers;
+    PyObject *sticky_type;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!O!nppp", kwlist, &producer, &sender,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!O!npppO!", kwlist, &producer, &sender,
                                      &tm, &net, &in_txn, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
-                                     &plain_values, &builtin))
+                                     &plain_values, &builtin, &PyType_Type, &sticky_type))
         return -1;
+    Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
+    Py_ssize_t sp_tp = slot_offset((PyTypeObject *)sticky_type, "tp");
+    Py_ssize_t sp_produced = slot_offset((PyTypeObject *)sticky_type, "produced");
+    if (sp_parts < 0 || sp_tp < 0 || sp_produced < 0) {
+        PyErr_SetString(PyExc_TypeError, "StickyPartition lacks the slots parts, tp, produced");
+        return -1;
+    }
+    self->sp_parts = sp_parts;
+    self->sp_tp = sp_tp;
+    self->sp_produced = sp_produced;
+    Py_INCREF(sticky_type);
+    Py_XSETREF(self->sticky_type, (PyTypeObject *)sticky_type);
 #define KEEP(field, obj) do { Py_INCREF(obj); Py_XSETREF(self->field, obj); } while (0)
     KEEP(producer, producer);
     KEEP(sender, sender);
@@ -936,6 +1100,7 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->tps);
     Py_VISIT(self->appender);
     Py_VISIT(self->no_headers);
+    Py_VISIT(self->sticky_type);
     return 0;
 }
 
@@ -952,6 +1117,7 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->tps);
     Py_CLEAR(self->appender);
     Py_CLEAR(self->no_headers);
+    Py_CLEAR(self->sticky_type);
     return 0;
 }
 
@@ -1036,30 +1202,32 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
         Py_DECREF(r);
     }
     if (sticky_obj != NULL) {
-        PyObject *produced_obj = PyObject_GetAttr(sticky_obj, s_produced);
-        if (produced_obj == NULL)
+        /* sticky_obj is a StickyPartition (checked by the caller): its slots by offset */
+        PyObject *produced_obj = SLOT(sticky_obj, self->sp_produced);
+        if (produced_obj == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "StickyPartition.produced is not set");
             return -1;
+        }
         Py_ssize_t produced = PyLong_AsSsize_t(produced_obj);
-        Py_DECREF(produced_obj);
         if (produced == -1 && PyErr_Occurred())
             return -1;
         produced += appended;
         PyObject *p = PyLong_FromSsize_t(produced);
         if (p == NULL)
             return -1;
-        int rc = PyObject_SetAttr(sticky_obj, s_produced, p);
-        Py_DECREF(p);
-        if (rc < 0)
-            return -1;
+        slot_set(sticky_obj, self->sp_produced, p);
         /* Whether tp's last batch is full: ``wake`` is exactly that, computed under the
          * accumulator's lock with the append (the record joined an open batch, so the batch is
          * full when it reached its capacity), as the Java client computes it in append(); the
          * Python path asks is_last_batch_full() afterwards, which takes the lock again. */
         if (produced >= self->sticky_batch_size && (wake || produced >= 2 * self->sticky_batch_size)) {
             {
-                PyObject *parts = PyObject_GetAttr(sticky_obj, s_parts);
-                if (parts == NULL)
+                PyObject *parts = SLOT(sticky_obj, self->sp_parts);
+                if (parts == NULL) {
+                    PyErr_SetString(PyExc_AttributeError, "StickyPartition.parts is not set");
                     return -1;
+                }
+                Py_INCREF(parts);
                 PyObject *r = PyObject_CallMethodObjArgs(self->sticky, s_choose, topic, parts, NULL);
                 Py_DECREF(parts);
                 if (r == NULL)
@@ -1152,19 +1320,14 @@ sendpath_call(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
                 return NULL;
             Py_RETURN_NONE;  /* the Python path chooses the topic's first partition */
         }
+        if (Py_TYPE(sticky_obj) != self->sticky_type || SLOT(sticky_obj, self->sp_parts) != parts
+            || SLOT(sticky_obj, self->sp_tp) == NULL || SLOT(sticky_obj, self->sp_produced) == NULL) {
+            Py_DECREF(parts);
+            Py_RETURN_NONE;  /* the topic's metadata changed: the Python path chooses again */
+        }
         Py_INCREF(sticky_obj);
-        int same = attr_is(sticky_obj, s_parts, parts);
-        if (same <= 0) {
-            Py_DECREF(sticky_obj);
-            Py_DECREF(parts);
-            return same < 0 ? NULL : Py_NewRef(Py_None);
-        }
-        tp = PyObject_GetAttr(sticky_obj, s_tp);
-        if (tp == NULL) {
-            Py_DECREF(sticky_obj);
-            Py_DECREF(parts);
-            return NULL;
-        }
+        tp = SLOT(sticky_obj, self->sp_tp);
+        Py_INCREF(tp);
     } else {
         Py_ssize_t count = PySequence_Size(parts);
         if (count <= 0) {
@@ -1367,10 +1530,6 @@ PyInit__speedups(void)
     INTERN(s_state, "state");
     INTERN(s_partition_cache, "partition_cache");
     INTERN(s_added, "_added");
-    INTERN(s_current, "_current");
-    INTERN(s_parts, "parts");
-    INTERN(s_tp, "tp");
-    INTERN(s_produced, "produced");
     INTERN(s_add_partition, "add_partition");
     INTERN(s_add, "add");
     INTERN(s_choose, "_choose");
@@ -1378,13 +1537,14 @@ PyInit__speedups(void)
     INTERN(s_acquire, "acquire");
     INTERN(s_release, "release");
     INTERN(s_append, "append");
-    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&AppenderType) < 0
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&MutexType) < 0 || PyType_Ready(&AppenderType) < 0
         || PyType_Ready(&SendPathType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&speedups_module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "BatchEncoder", (PyObject *)&EncoderType) < 0
+        || PyModule_AddObjectRef(m, "Mutex", (PyObject *)&MutexType) < 0
         || PyModule_AddObjectRef(m, "Appender", (PyObject *)&AppenderType) < 0
         || PyModule_AddObjectRef(m, "SendPath", (PyObject *)&SendPathType) < 0) {
         Py_DECREF(m);
