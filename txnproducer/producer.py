@@ -33,7 +33,6 @@ from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
-from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
 from txnproducer._internal.partitioner import (
     RECORD_OVERHEAD,
     StickyPartition,
@@ -41,6 +40,7 @@ from txnproducer._internal.partitioner import (
     key_partition,
     known_partition,
 )
+from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 from txnproducer._internal.txn.state import State

@@ -117,7 +117,7 @@ def test_the_compiled_append_hands_back_what_it_does_not_take(monkeypatch: pytes
     assert acc.fast_append is not None
     tp = TopicPartition("t", 0)
     assert acc.fast_append(tp, 1, None, b"v", b"\x00") is None  # no batch yet
-    future, _ = acc.append(tp, 1, None, b"v", (), 1.0)
+    acc.append(tp, 1, None, b"v", (), 1.0)
     batch = acc._batches[tp][-1]
     assert acc.fast_append(tp, 1, None, b"x" * 300, b"\x00") is None  # does not fit: Python's case
     assert batch.record_count == 1 and batch.full is False  # untouched
