@@ -2,19 +2,13 @@
 from collections.abc import Callable
 from typing import Any
 
-class BatchEncoder:
-    batch_size: int
+from txnproducer._internal.protocol.record_batch import BatchBuilder
+
+class BatchEncoder(BatchBuilder):  # type: ignore[misc]  # implemented in C: nothing is abstract
+    """The protocol's methods (append, size, set_producer_state, build, num_records, batch_size)."""
     def __init__(self, compression_type: int, is_transactional: bool, batch_size: int,
                  producer_id: int = ..., producer_epoch: int = ..., base_sequence: int = ...,
                  gzip_level: int = ...) -> None: ...
-    @property
-    def num_records(self) -> int: ...
-    def size(self) -> int: ...
-    def append(self, timestamp: int, key: bytes | None, value: bytes | None,
-               headers_encoded: bytes) -> int: ...
-    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
-                           is_transactional: bool) -> None: ...
-    def build(self) -> bytearray: ...
 
 class Mutex:
     def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
