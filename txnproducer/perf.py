@@ -185,9 +185,9 @@ class PerfResult:
                         f"{self.extra['records_per_batch']:.1f} records/batch")
             if "batches_per_request" in self.extra:
                 batching += f", {self.extra['batches_per_request']:.2f} batches/request"
-        path = f" ({self.extra['hot_path']} hot path)" if "hot_path" in self.extra else ""
+        path = f"; hot path: {self.extra['hot_path']}" if "hot_path" in self.extra else ""
         return (
-            f"{self.client}{path}: {self.records} records in {self.transactions} transactions, "
+            f"{self.client}: {self.records} records in {self.transactions} transactions, "
             f"{self.elapsed_s:.2f} s: {self.records_per_s:,.0f} records/s, {self.mb_per_s:.2f} MB/s, "
             f"{self.transactions_per_s:,.1f} transactions/s; commit latency ms "
             f"p50 {lat['p50']:.2f} p95 {lat['p95']:.2f} p99 {lat['p99']:.2f} max {lat['max']:.2f}; "
@@ -195,6 +195,7 @@ class PerfResult:
             + (f"; CPU {self.cpu_us_per_record:.1f} us/record "
                f"({self.app_cpu_s / self.records * 1e6:.1f} in the sending thread)"
                if self.records and self.cpu_s else "")
+            + path
         )
 
 

@@ -132,7 +132,9 @@ class TransactionalProducer:
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: Callable[[str, Any, Any, Any], RecordFuture | None] | None = None
-        if _SPEEDUPS is not None and self._acc.appender is not None:
+        # (not with a custom partitioner or value serializer: every record would be handed back)
+        if _SPEEDUPS is not None and self._acc.appender is not None and self._partitioner is None \
+                and self._plain_values:
             self._fast_send = _SPEEDUPS.SendPath(
                 self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps,
