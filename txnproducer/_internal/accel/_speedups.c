@@ -190,6 +190,18 @@ as_int64(PyObject *obj, int64_t *out, const char *what)
     return 0;
 }
 
+#ifdef _WIN32
+#include <windows.h>
+
+static int64_t
+now_ms(void)
+{
+    FILETIME ft;  /* what time.time_ns() reads: 100 ns units since 1601 */
+    GetSystemTimePreciseAsFileTime(&ft);
+    uint64_t t = ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+    return (int64_t)((t - 116444736000000000ULL) / 10000);
+}
+#else
 static int64_t
 now_ms(void)
 {
@@ -197,6 +209,7 @@ now_ms(void)
     clock_gettime(CLOCK_REALTIME, &ts);  /* what time.time_ns() reads */
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+#endif
 
 /* __slots__ access: the member descriptor's offset, or -1 when ``name`` is not a plain object
  * slot of ``type`` (then callers use attribute access). */
