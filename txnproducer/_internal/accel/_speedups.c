@@ -15,6 +15,9 @@
  *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case
  *   SendPath            producer.py TransactionalProducer.send, the common case
  *
+ * Why one file of ~1,500 lines (the project keeps Python modules under 600): one extension module
+ * is one compile unit, and its parts share the helpers and the module state at the top.
+ *
  * Thread safety: everything runs holding the GIL and never releases it except inside the
  * accumulator's lock acquire (a threading.Lock, taken exactly where the Python code takes it).
  * Objects of the Python classes (ProducerBatch, RecordFuture) are read and written through their
