@@ -36,6 +36,10 @@ from txnproducer.perf import (  # noqa: E402
 )
 
 CLIENTS = ("txnproducer", "kafka-python", "confluent-kafka")
+#: txnproducer on its pure-Python hot path (TXNPRODUCER_PURE_PYTHON=1 in the run's process; compare.py
+#: sets it), for the README's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
+PURE = "txnproducer-pure"
+OUR_CLIENTS = ("txnproducer", PURE)
 
 # records per transaction, default records per run, default time bound per run (seconds)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -132,7 +136,7 @@ class OurClient(TxnProducerClient):
 
 
 def make_client(name: str, bootstrap: str, transactional_id: str) -> Any:
-    if name == "txnproducer":
+    if name in OUR_CLIENTS:
         return OurClient(bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=LINGER_MS,
                          max_block_ms=int(BLOCK_TIMEOUT_S * 1000))
     if name == "kafka-python":
@@ -293,7 +297,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
     elif scenario == "S4":
         if input_topic is None:
             raise ValueError("S4 needs --input-topic (filled with records beforehand)")
-        if client_name == "txnproducer":
+        if client_name in OUR_CLIENTS:
             try:
                 result = run_eos_processor(bootstrap, input_topic, topic, n, bound)
             except ImportError:
@@ -319,6 +323,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             client.close()
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
+    out["client"] = client_name
     out["scenario"] = scenario
     if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
         out["cpus"] = sorted(os.sched_getaffinity(0))
@@ -327,7 +332,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", required=True, choices=CLIENTS + AIO_CLIENTS)
+    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE, *AIO_CLIENTS))
     parser.add_argument("--scenario", required=True, choices=tuple(SCENARIOS))
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True, help="topic written (S4: the output topic)")
@@ -342,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["AIO_CLIENTS", "CLIENTS", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
+__all__ = ["AIO_CLIENTS", "CLIENTS", "PURE", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
 
 if __name__ == "__main__":
     sys.exit(main())

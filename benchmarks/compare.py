@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _clients import AIO_CLIENTS, CLIENTS, RECORD_SIZE, SCENARIOS  # noqa: E402
+from _clients import AIO_CLIENTS, CLIENTS, PURE, RECORD_SIZE, SCENARIOS  # noqa: E402
 from _java import (  # noqa: E402
     JAVA_CLIENT,
     JAVA_WARMUP_S,
@@ -62,7 +62,7 @@ from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 PARTITIONS = 3
 OURS = "txnproducer"
 OURS_AIO = "txnproducer-aio"
-ALL_CLIENTS = (*CLIENTS, *AIO_CLIENTS, JAVA_CLIENT)
+ALL_CLIENTS = (*CLIENTS, PURE, *AIO_CLIENTS, JAVA_CLIENT)
 
 # (scenario, metric key, label, higher is better)
 METRICS: list[tuple[str, str, str, bool]] = [
@@ -200,10 +200,15 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd += ["--num-records", str(num_records)]
         if input_topic is not None:
             cmd += ["--input-topic", input_topic]
+    env = dict(os.environ)
+    env.pop("TXNPRODUCER_PURE_PYTHON", None)
+    if client == PURE:  # txnproducer on its pure-Python hot path
+        env["TXNPRODUCER_PURE_PYTHON"] = "1"
     started = time.monotonic()
     try:
         with pinned(cpus):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False,
+                                  env=env)
     except subprocess.TimeoutExpired:
         return {"client": client, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
     wall = time.monotonic() - started
@@ -347,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help="comma-separated (default the three Python clients; add 'java' for the "
-                             "Java client as a reference; txnproducer-aio,confluent-aio,aiokafka for "
-                             "the asyncio clients)")
+                             "Java client as a reference, 'txnproducer-pure' for ours on its pure-Python "
+                             "hot path; txnproducer-aio,confluent-aio,aiokafka for the asyncio clients)")
     parser.add_argument("--java-classpath",
                         help="class path with Kafka's client jars for the java client (default "
                              "<--kafka-home or $KAFKA_HOME>/libs/*)")

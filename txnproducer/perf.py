@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TextIO
 
+from txnproducer._internal import accel
+
 __all__ = [
     "PerfResult",
     "TxnClient",
@@ -183,6 +185,7 @@ class PerfResult:
                         f"{self.extra['records_per_batch']:.1f} records/batch")
             if "batches_per_request" in self.extra:
                 batching += f", {self.extra['batches_per_request']:.2f} batches/request"
+        path = f"; hot path: {self.extra['hot_path']}" if "hot_path" in self.extra else ""
         return (
             f"{self.client}: {self.records} records in {self.transactions} transactions, "
             f"{self.elapsed_s:.2f} s: {self.records_per_s:,.0f} records/s, {self.mb_per_s:.2f} MB/s, "
@@ -192,6 +195,7 @@ class PerfResult:
             + (f"; CPU {self.cpu_us_per_record:.1f} us/record "
                f"({self.app_cpu_s / self.records * 1e6:.1f} in the sending thread)"
                if self.records and self.cpu_s else "")
+            + path
         )
 
 
@@ -332,7 +336,8 @@ class TxnProducerClient:
 def producer_diagnostics(producer: Any) -> dict[str, Any]:
     """Transaction version and batching figures: records per batch explains most throughput changes
     (each Produce request has a fixed cost in the Sender thread)."""
-    out: dict[str, Any] = {"transaction_version": producer.transaction_version}
+    out: dict[str, Any] = {"transaction_version": producer.transaction_version,
+                           "hot_path": accel.PATH, "hot_path_detail": accel.REASON}
     metrics = producer.metrics()
     batches = metrics.get("batches_sent", 0.0)
     requests = metrics.get("produce_requests_sent", 0.0)

@@ -27,17 +27,20 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
+from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.partitioner import (
+    RECORD_OVERHEAD,
     StickyPartition,
     StickyPartitioner,
     key_partition,
     known_partition,
 )
+from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 from txnproducer._internal.txn.result import TransactionalRequestResult
@@ -53,9 +56,6 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records h
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
-# what a record adds to a batch besides its key, value and headers (length varints, deltas,
-# attributes): an estimate for the sticky partitioner's byte count, as Java's appendedBytes
-_RECORD_OVERHEAD = 10
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -132,6 +132,17 @@ class TransactionalProducer:
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self._closed = False
+        # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
+        # changed nothing, for every case it does not take, and send() below goes on as without it
+        self._fast_send: Callable[[str, Any, Any, Any], RecordFuture | None] | None = None
+        # (not with a custom partitioner or value serializer: every record would be handed back)
+        if _SPEEDUPS is not None and self._acc.appender is not None and self._partitioner is None \
+                and self._plain_values:
+            self._fast_send = _SPEEDUPS.SendPath(
+                self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
+                self._sticky.current_by_topic, config.batch_size, self._tps,
+                self._acc.appender, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
+                self._plain_keys, self._plain_values, self._partitioner is None, StickyPartition)
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:
@@ -386,6 +397,11 @@ class TransactionalProducer:
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
+        fast = self._fast_send
+        if fast is not None and partition is None and headers is None:
+            future = fast(topic, value, key, timestamp_ms)
+            if future is not None:
+                return future
         if self._closed or self._sender.crashed is not None:
             self._check_open("send")
         if self._tm.state is not _IN_TRANSACTION:  # lock-free fast path; the TM re-checks
@@ -426,7 +442,7 @@ class TransactionalProducer:
             self._tm.add_partition(tp)
             self._added.add(tp)
         if sticky is not None:
-            size = _RECORD_OVERHEAD
+            size = RECORD_OVERHEAD
             if key_bytes is not None:
                 size += len(key_bytes)
             if value_bytes is not None:

@@ -26,7 +26,9 @@ MAX_LINES = 600
 # room (module prefix) -> the txnproducer modules it may import, besides its own room. The first
 # matching prefix wins, so the more specific rooms come first.
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [
-    ("txnproducer._internal.protocol", ()),
+    # which implementation of the per-record path runs (compiled or pure): a leaf
+    ("txnproducer._internal.accel", ()),
+    ("txnproducer._internal.protocol", ("txnproducer._internal.accel",)),
     ("txnproducer._internal.log", ()),
     ("txnproducer._internal.metrics", ()),
     ("txnproducer._internal.partitioner", ()),
@@ -45,7 +47,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("txnproducer._internal.batching", (
         "txnproducer.errors", "txnproducer._internal.protocol", "txnproducer._internal.log",
-        "txnproducer._internal.listeners",
+        "txnproducer._internal.listeners", "txnproducer._internal.accel",
     )),
     ("txnproducer._internal.txn", (
         "txnproducer.errors", "txnproducer.prepared", "txnproducer._internal.protocol",

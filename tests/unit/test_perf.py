@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from txnproducer import perf
+from txnproducer._internal import accel
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -237,6 +238,7 @@ def test_run_against_an_embedded_cluster_writes_and_reports(monkeypatch: pytest.
     assert data["commit_latency_ms"]["count"] == 3.0
     assert data["commit_latency_ms"]["p50"] > 0 and data["records_per_s"] > 0
     assert data["extra"]["transaction_version"] == 2
+    assert data["extra"]["hot_path"] == accel.PATH  # which implementation of send() ran
     assert data["config"]["records_per_txn"] == 100 and data["config"]["mock_cluster"] is False
 
 
@@ -244,6 +246,7 @@ def test_main_starts_and_stops_a_standalone_mock_cluster(capsys: pytest.CaptureF
     assert perf.main(["--num-records", "200", "--records-per-txn", "50", "--no-progress"]) == 0
     summary = capsys.readouterr().out
     assert "txnproducer: 200 records in 4 transactions" in summary
+    assert summary.rstrip().endswith(f"; hot path: {accel.PATH}")
     assert "records/s" in summary and "p99" in summary and "peak RSS" in summary
 
 

@@ -5,6 +5,7 @@ memory, linger, ordering and retry rules) and :mod:`.batch` (:class:`~.batch.Pro
 record futures and the public ``RecordMetadata``).
 
 What it may import: ``txnproducer.errors``, ``_internal.protocol`` (record batch encoding),
-``_internal.log`` and ``_internal.listeners``. It reaches the transaction manager only through the
-``TransactionGate`` protocol it declares, never by importing it.
+``_internal.log``, ``_internal.listeners`` and ``_internal.accel`` (the compiled open-batch append,
+when it runs). It reaches the transaction manager only through the ``TransactionGate`` protocol it
+declares, never by importing it.
 """

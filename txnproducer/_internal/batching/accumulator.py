@@ -35,13 +35,14 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.batch import ProducerBatch, RecordFuture
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     MAX_RECORD_OVERHEAD,
     NO_HEADERS_ENCODED,
-    BatchEncoder,
+    ActiveBatchEncoder,
     add_sequence,
     encode_headers,
 )
@@ -138,7 +139,8 @@ class RecordAccumulator:
 
         # Critical sections enter the plain lock directly (Condition.__enter__ is a Python-level
         # call on every append); the Condition shares it for waiting on buffer memory.
-        self._mutex = threading.Lock()
+        # (the accelerator's Mutex is the same kind of lock, one its compiled append takes directly)
+        self._mutex: Any = threading.Lock() if _SPEEDUPS is None else _SPEEDUPS.Mutex()
         self._lock = threading.Condition(self._mutex)
         self._batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         # Batches with an assigned sequence that are not final, per partition, in sequence order.
@@ -152,6 +154,14 @@ class RecordAccumulator:
         self._drain_start = 0
         # fired whenever a blocked append could go on: what a caller that must not block waits on
         self.memory_freed = Listeners()
+        # The compiled accelerator's copy of append()'s open-batch case (txnproducer._internal.accel):
+        # same lock, same rules; it answers None for every other case, which the code below handles.
+        self.appender: Any = None
+        self.fast_append: Callable[..., tuple[RecordFuture, bool] | None] | None = None
+        if _SPEEDUPS is not None:
+            self.appender = _SPEEDUPS.Appender(
+                self, self._batches, self._mutex, self._full_at, ProducerBatch, RecordFuture)
+            self.fast_append = self.appender.append
 
     # -- application side ---------------------------------------------------------------------
 
@@ -163,6 +173,10 @@ class RecordAccumulator:
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
         headers_encoded = encode_headers(headers) if headers else NO_HEADERS_ENCODED
+        if self.fast_append is not None:
+            done = self.fast_append(tp, timestamp, key, value, headers_encoded)
+            if done is not None:
+                return done
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
         with self._mutex:
@@ -210,7 +224,7 @@ class RecordAccumulator:
             dq = self._batches.get(tp)
         if dq is None:
             dq = self._batches[tp] = collections.deque()
-        builder = BatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
+        builder = ActiveBatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
         batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
         first = batch.try_append(timestamp, key, value, headers_encoded)
         assert first is not None  # the first record always fits
@@ -479,7 +493,7 @@ class RecordAccumulator:
         sequence = batch.base_sequence
         for chunk in (records[:middle], records[middle:]):
             # no size bound: every record of the half goes in (the limit is the broker's)
-            builder = BatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
+            builder = ActiveBatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
             for timestamp, key, value, headers_encoded in chunk:
                 builder.append(timestamp, key, value, headers_encoded)
             part = ProducerBatch(batch.tp, builder, batch.created, batch.max_wait_s)

@@ -23,7 +23,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.protocol.record_batch import BatchEncoder, restamp
+from txnproducer._internal.protocol.record_batch import BatchBuilder, restamp
 
 __all__ = ["Callback", "ProducerBatch", "RecordFuture", "RecordMetadata"]
 
@@ -155,10 +155,10 @@ class ProducerBatch:
         "sequence_reset", "split_into", "tp",
     )
 
-    def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
+    def __init__(self, tp: TopicPartition, builder: BatchBuilder, now: float,
                  max_wait_s: float) -> None:
         self.tp = tp
-        self.builder: BatchEncoder | None = builder
+        self.builder: BatchBuilder | None = builder
         self.buffer: bytearray | None = None
         self.created = now
         self.record_count = 0
