@@ -45,6 +45,7 @@ from txnproducer._internal.protocol.record_batch import (
     ActiveBatchEncoder,
     add_sequence,
     encode_headers,
+    payload_size,
 )
 
 __all__ = [
@@ -52,37 +53,12 @@ __all__ = [
     "COMPRESSION_CODECS",
     "RecordAccumulator",
     "TransactionGate",
-    "estimate_record_size",
 ]
 
 _RECORD_OVERHEAD: int = MAX_RECORD_OVERHEAD
 
 #: compression_type setting -> codec id in the batch attributes.
 COMPRESSION_CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-Headers = Sequence[tuple[str, bytes | None]]
-
-
-def estimate_record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
-    """Upper bound of one record's encoded size inside a batch (without the batch header)."""
-    return _payload_size(key, value, encode_headers(headers)) + _RECORD_OVERHEAD
-
-
-def _payload_size(key: bytes | None, value: bytes | None, headers_encoded: bytes) -> int:
-    """Exact bytes of key, value and headers with their length varints inside a record."""
-    size = len(headers_encoded)
-    if key is None:
-        size += 1
-    else:
-        n = len(key)
-        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
-    if value is None:
-        size += 1
-    else:
-        n = len(value)
-        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
-    return size
 
 
 class TransactionGate(Protocol):
@@ -166,7 +142,8 @@ class RecordAccumulator:
     # -- application side ---------------------------------------------------------------------
 
     def append(self, tp: TopicPartition, timestamp: int | None, key: bytes | None,
-               value: bytes | None, headers: Headers, max_block_s: float) -> tuple[RecordFuture, bool]:
+               value: bytes | None, headers: Sequence[tuple[str, bytes | None]],
+               max_block_s: float) -> tuple[RecordFuture, bool]:
         """Add a record; return its future and whether the Sender should be woken now.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
@@ -202,7 +179,7 @@ class RecordAccumulator:
                           value: bytes | None, headers_encoded: bytes,
                           max_block_s: float) -> tuple[RecordFuture, bool]:
         """``append`` when no open batch of ``tp`` takes the record (caller holds the lock)."""
-        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
+        est = payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
         if total > self._max_record_total:
             self._raise_too_large(total)  # before anything changes: the open batch stays open

@@ -32,7 +32,7 @@ from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 
 __all__ = ["BATCH_HEADER_SIZE", "GZIP_DEFAULT_LEVEL", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED",
            "SEQUENCE_MODULUS", "ActiveBatchEncoder", "BatchBuilder", "BatchEncoder", "add_sequence",
-           "encode_headers", "restamp", "varint"]
+           "encode_headers", "estimate_record_size", "payload_size", "restamp", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -100,6 +100,28 @@ def encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
             parts.append(varint(len(value)))
             parts.append(value)
     return b"".join(parts)
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None,
+                         headers: Sequence[tuple[str, bytes | None]]) -> int:
+    """Upper bound of one record's encoded size inside a batch (without the batch header)."""
+    return payload_size(key, value, encode_headers(headers)) + MAX_RECORD_OVERHEAD
+
+
+def payload_size(key: bytes | None, value: bytes | None, headers_encoded: bytes) -> int:
+    """Exact bytes of key, value and headers with their length varints inside a record."""
+    size = len(headers_encoded)
+    if key is None:
+        size += 1
+    else:
+        n = len(key)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    if value is None:
+        size += 1
+    else:
+        n = len(value)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    return size
 
 
 def _check_codec(codec: int) -> None:
