@@ -209,6 +209,30 @@ def test_a_batch_refused_with_an_unmapped_code_fails_its_records_with_an_abortab
 
 
 @TVS
+def test_a_batch_refused_with_invalid_txn_state_fails_its_records_with_an_abortable_error(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """INVALID_TXN_STATE on a Produce (a broker's answer to a partition not added to the transaction)
+    makes the transaction abortable, as in the Java client, so the record's future must not say
+    "fatal, close the producer": it fails with ProduceRejectedError naming the code, the abort
+    works, and the producer goes on."""
+    mock_cluster.create_topic("t", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    mock_cluster.inject_error("Produce", 48, count=1)  # INVALID_TXN_STATE
+    future = producer.send("t", b"bad", partition=0)
+    with pytest.raises(errors.ProduceRejectedError, match="INVALID_TXN_STATE") as info:
+        future.get(5)
+    assert not isinstance(info.value, errors.FatalError)
+    with pytest.raises(errors.AbortableError, match="INVALID_TXN_STATE"):
+        producer.commit_transaction(5)
+    producer.abort_transaction(5)
+    with producer.transaction():
+        producer.send("t", b"good", partition=0)
+    assert committed_values(mock_cluster, "t", 0) == [b"good"]
+
+
+@TVS
 def test_group_authorization_failure_is_abortable_and_the_producer_goes_on(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     from kafka.structs import OffsetAndMetadata, TopicPartition
