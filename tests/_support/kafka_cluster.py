@@ -287,15 +287,21 @@ class KafkaCluster:
     def leader(self, topic: str, partition: int) -> int:
         return self.metadata([topic])[1][(topic, partition)].leader
 
-    def coordinator(self, transactional_id: str) -> int:
-        """The broker coordinating ``transactional_id`` now (FindCoordinator, key type transaction)."""
+    def coordinator(self, transactional_id: str, timeout_s: float = 10.0) -> int:
+        """The broker coordinating ``transactional_id`` now (FindCoordinator, key type transaction),
+        asked again while the answer is COORDINATOR_NOT_AVAILABLE or LOAD_IN_PROGRESS (a coordinator
+        moving), up to ``timeout_s``; ConnectionError after that."""
         request = FindCoordinatorRequest(version=4, key_type=1, coordinator_keys=[transactional_id])
-        response = self._ask(request)
-        found = response.coordinators[0]
-        if found.error_code != 0:
-            raise ConnectionError(f"FindCoordinator({transactional_id!r}) answered error {found.error_code}")
-        node_id: int = found.node_id
-        return node_id
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self._ask(request).coordinators[0]
+            if found.error_code == 0:
+                node_id: int = found.node_id
+                return node_id
+            if found.error_code not in (14, 15) or time.monotonic() > deadline:
+                raise ConnectionError(f"FindCoordinator({transactional_id!r}) answered error "
+                                      f"{found.error_code}")
+            time.sleep(0.25)  # the coordinator is moving: ask again (no event to wait on)
 
     def _all_registered(self) -> bool:
         try:
@@ -312,7 +318,8 @@ class KafkaCluster:
             brokers, partitions = self.metadata([*INTERNAL_TOPICS, *topics])
         except ConnectionError:
             return False
-        return len(brokers) == self.size and all(
+        known = {topic for topic, _ in partitions}
+        return len(brokers) == self.size and set(topics) <= known and all(
             s.leader >= 0 and set(s.isr) == set(s.replicas) for s in partitions.values())
 
     def balanced(self, topics: Sequence[str] = ()) -> bool:
@@ -351,6 +358,16 @@ class KafkaCluster:
                         if at >= since - 0.001:
                             found.append((at, node.node_id, line))
         return sorted(found)
+
+    def active_controller(self) -> int | None:
+        """The node that last became the active controller (the highest epoch in the controller logs)."""
+        lines = self.controller_lines(r"Becoming the active controller at epoch \d+", 0.0)
+        best: tuple[int, int] | None = None
+        for _, node_id, line in lines:
+            match = re.search(r"at epoch (\d+)", line)
+            if match and (best is None or int(match[1]) > best[0]):
+                best = (int(match[1]), node_id)
+        return None if best is None else best[1]
 
     def fenced_at(self, node_id: int, since: float, until: float | None = None) -> float | None:
         """When a controller fenced ``node_id`` ("Fencing broker N ... because its session has timed out")

@@ -119,13 +119,17 @@ class BrokerFaultScheduler(threading.Thread):
     def _choose_target(self) -> tuple[int, str]:
         """A node to hit: a coordinator or a leader of the workload first."""
         how = self.rng.random()
-        if how < 0.4:
-            tid = self.rng.choice(self.transactional_ids)
-            return self.cluster.coordinator(tid), f"coordinator of {tid}"
-        if how < 0.8:
-            topic, partition = self.rng.choice(self.partitions)
-            return self.cluster.leader(topic, partition), f"leader of {topic}-{partition}"
-        return self.rng.choice(sorted(self.cluster.nodes)), "random node"
+        node = self.rng.choice(sorted(self.cluster.nodes))
+        try:
+            if how < 0.4:
+                tid = self.rng.choice(self.transactional_ids)
+                return self.cluster.coordinator(tid), f"coordinator of {tid}"
+            if how < 0.8:
+                topic, partition = self.rng.choice(self.partitions)
+                return self.cluster.leader(topic, partition), f"leader of {topic}-{partition}"
+        except ConnectionError as exc:  # e.g. a pipeline instance that has not initialized yet
+            self._note(f"no target found ({exc}); a random node instead")
+        return node, "random node"
 
     def _hold(self, seconds: float) -> None:
         """Keep a broker fault for ``seconds`` (less if stopped); now and then kill a producer meanwhile."""

@@ -130,12 +130,14 @@ class BrokerChaosResult:
             for kind, v in sorted(self.fence_s.items()) if v) or "none fenced"
         errors = Counter(f"{event.call}: {event.error.split('(', 1)[0]}" for event in self.ledger.errors)
         seen = ", ".join(f"{name} {n}" for name, n in errors.most_common()) or "none"
+        rare = [f"  {e.producer}#{e.txn} {e.call}: {e.error[:300]}" for e in self.ledger.errors
+                if errors[f"{e.call}: {e.error.split('(', 1)[0]}"] <= 3]
         return (f"broker chaos seed={self.settings.seed}: {t['total']} producer transactions "
                 f"({t['committed']} committed, {t['aborted']} aborted, {t['unknown']} unknown) in "
                 f"{self.producer_starts} producer processes; {self.eos['committed']} pipeline commits, "
                 f"{self.eos['aborted']} aborts, {self.eos['restarts']} restarts; in {self.seconds:.0f}s\n"
                 f"faults: {faults}\nkill/stop to fence (controller log): {fences}\n"
-                f"{self.report.format()}\nerrors seen: {seen}")
+                f"{self.report.format()}\nerrors seen: {seen}" + "".join(f"\n{line}" for line in rare))
 
     def failure_text(self) -> str:
         lines = [f"broker chaos run failed - reproduce with: {self.settings.describe()}", self.summary(),
