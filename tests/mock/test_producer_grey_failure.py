@@ -7,6 +7,11 @@ producer - within a couple of seconds, not request_timeout_ms - and nothing is l
 twice, whether or not the frozen broker had appended what it never answered. Here a black hole
 (nothing answered, nothing appended) or held answers (appended, answer held back) stand in for
 the frozen broker, and ``move_leader`` / ``move_coordinator`` for the controller's decision.
+
+A frozen coordinator also stalls a healthy leader: a Produce that adds a partition to the transaction
+waits for the leader's check with the coordinator (KIP-890), and Kafka's leader keeps waiting on its
+request to the frozen broker after the coordinator moved. MockCluster holds such a Produce while the
+coordinator is black-holed, as seen on Kafka 4.1.0 (``benchmarks/failover.py``, coordinator SIGSTOP).
 """
 
 from __future__ import annotations
@@ -85,3 +90,41 @@ def test_a_frozen_coordinator_is_left_once_the_cluster_moves_the_transaction(
     producer.commit_transaction(RECOVERY_BOUND_S)
     assert time.monotonic() - started < RECOVERY_BOUND_S
     assert committed_values(mock_cluster, "t", 0) == [b"x"]
+
+
+@TVS
+def test_a_produce_waiting_on_a_frozen_coordinator_is_sent_again_once_the_transaction_moves(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The leader answers, but not before the frozen coordinator does: once the cluster names another
+    coordinator, the producer sends the Produce again (the leader asks the new coordinator) and its
+    EndTxn goes to the new coordinator - never to the frozen one, which on waking would answer from its
+    stale state (a real broker answered PRODUCER_FENCED there)."""
+    txn_id = "tx-grey-verification"
+    mock_cluster.create_topic("t", partitions=1)
+    leader = mock_cluster.leader_of("t", 0)
+    coordinator = _other(mock_cluster, leader)
+    mock_cluster.move_coordinator(txn_id, coordinator)
+    producer = make_producer(txn_id)
+    producer.init_transactions()
+    with producer.transaction():
+        producer.send("t", b"before", partition=0)
+    frozen_at = mock_cluster.requests.next_seq()
+    mock_cluster.black_hole(coordinator)
+    started = time.monotonic()
+    producer.begin_transaction()
+    futures = [producer.send("t", b"during-%d" % i, partition=0) for i in range(3)]
+    # the Produce is held at the leader; the producer asks another broker who coordinates now ...
+    mock_cluster.wait_for_request(lambda e: e.api == "FindCoordinator" and e.broker_id != coordinator,
+                                  timeout=RECOVERY_BOUND_S, since=frozen_at)
+    new_coordinator = _other(mock_cluster, coordinator, leader)
+    mock_cluster.move_coordinator(txn_id, new_coordinator)  # ... until the controller fenced the frozen one
+    producer.commit_transaction(RECOVERY_BOUND_S)
+    assert time.monotonic() - started < RECOVERY_BOUND_S
+    assert [f.get(1).offset for f in futures] == [2, 3, 4]  # after "before" and its commit marker
+    after = [e for e in mock_cluster.request_log if e.seq >= frozen_at]
+    assert {e.broker_id for e in after if e.api == "EndTxn"} == {new_coordinator}
+    mock_cluster.black_hole(coordinator, enabled=False)  # the held Produce is answered now: no effect
+    with producer.transaction():
+        producer.send("t", b"after", partition=0)
+    assert committed_values(mock_cluster, "t", 0) == [b"before", b"during-0", b"during-1", b"during-2",
+                                                      b"after"]
