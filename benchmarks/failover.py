@@ -1,6 +1,6 @@
 """Failover time: how long each client's commits stop while a broker is killed -9 or frozen (SIGSTOP).
 
-    python benchmarks/failover.py --kafka-home /path/to/kafka_2.13-4.1.0      # all clients, all faults, 3 times
+    python benchmarks/failover.py --kafka-home /path/to/kafka_2.13-4.1.0   # all clients and faults, 3 times
     python benchmarks/failover.py --kafka-home ... --faults leader-stop --repeats 5 --clients txnproducer,java
 
 Starts a 3-node KRaft cluster on 127.0.0.1 (``tests/_support/kafka_cluster.py``: replication 3, min ISR 2,
@@ -25,6 +25,8 @@ event) and failover.md (the table) to ``--out-dir``. ``benchmarks/README.md`` sa
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import platform
@@ -94,10 +96,8 @@ class ClientRun:
     def stop(self, timeout: float = 60.0) -> None:
         """Close stdin (the stream ends its transaction and closes), kill after ``timeout``."""
         assert self.proc.stdin is not None
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -145,13 +145,13 @@ def measure(commits: list[int], fails: list[int], fault_ns: int, end_ns: int) ->
     before = [t for t in commits if t < fault_ns]
     after = [t for t in commits if fault_ns <= t <= end_ns]
     points = ([before[-1]] if before else []) + after
-    gaps = [(b - a) / 1e9 for a, b in zip(points, points[1:], strict=False)]
+    gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(points)]
     out: dict[str, Any] = {
         "commits_after": len(after),
         "failed": sum(1 for t in fails if fault_ns <= t <= end_ns),
         "first_commit_after_s": (after[0] - fault_ns) / 1e9 if after else None,
         "longest_gap_s": max(gaps) if gaps and after else None,
-        "steady_gap_s": max((b - a) / 1e9 for a, b in zip(before, before[1:], strict=False))
+        "steady_gap_s": max((b - a) / 1e9 for a, b in itertools.pairwise(before))
         if len(before) > 1 else None,
     }
     if not after:  # no commit at all after the fault within the window
@@ -160,8 +160,8 @@ def measure(commits: list[int], fails: list[int], fault_ns: int, end_ns: int) ->
     return out
 
 
-def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str], java: tuple[str, Path] | None,
-              args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str],
+              java: tuple[str, Path] | None, args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     cluster.wait_for(cluster.balanced, 300, "every replica in sync and led by its preferred replica")
     controller = cluster.active_controller()
     candidates = sorted(n for n in cluster.nodes if n != controller)
@@ -182,7 +182,8 @@ def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str]
         f"coordinator {coordinator}")
     try:
         for client in clients:
-            cmd = client_command(client, cluster.bootstrap, topics[client], txn_ids[client], args.interval_ms, java)
+            cmd = client_command(client, cluster.bootstrap, topics[client], txn_ids[client],
+                                 args.interval_ms, java)
             runs[client] = ClientRun(client, cmd, logs / f"{tag}-{client}.log")
         for run in runs.values():
             if not run.ready.wait(START_TIMEOUT_S):
@@ -197,7 +198,8 @@ def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str]
             cluster.resume(target)
         if how == "kill":
             fenced_by = wall + 30
-            cluster.wait_for(lambda: cluster.fenced_at(target, wall) is not None, 60, f"broker {target} fenced")
+            cluster.wait_for(lambda: cluster.fenced_at(target, wall) is not None, 60,
+                             f"broker {target} fenced")
         else:
             fenced_by = time.time()
         time.sleep(AFTER_S)  # observation window after the fence / the thaw
@@ -214,7 +216,8 @@ def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str]
                               "leader": leader, "coordinator": coordinator, "stop_s": args.stop_seconds,
                               "fence_s": None if fenced is None else fenced - wall, "clients": {}}
     for client, run in runs.items():
-        fails = [e["t"] for e in run.events if e["ev"] == "fail" and not e.get("error", "").startswith("abort:")]
+        fails = [e["t"] for e in run.events
+                 if e["ev"] == "fail" and not e.get("error", "").startswith("abort:")]
         result["clients"][client] = measure(run.commits(), fails, fault_ns, end_ns)
         result["clients"][client]["errors"] = [e.get("error") for e in run.events if e["ev"] == "fail"][:10]
         summary = result["clients"][client]
@@ -243,7 +246,8 @@ def table(trials: list[dict[str, Any]], clients: list[str], stop_s: float) -> st
         rows = [t for t in trials if t["fault"] == fault]
         if not rows:
             continue
-        gaps = [_spread([t["clients"][c]["longest_gap_s"] for t in rows if c in t["clients"]]) for c in clients]
+        gaps = [_spread([t["clients"][c]["longest_gap_s"] for t in rows if c in t["clients"]])
+                for c in clients]
         failed = [str(sum(t["clients"][c]["failed"] for t in rows if c in t["clients"])) for c in clients]
         fence = _spread([t["fence_s"] for t in rows if t["fence_s"] is not None])
         lines.append("| " + " | ".join([LABELS[fault].format(s=stop_s), *gaps, *failed, fence]) + " |")
@@ -258,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--stop-seconds", type=float, default=20.0)
-    parser.add_argument("--interval-ms", type=float, default=100.0, help="at most one transaction per interval")
+    parser.add_argument("--interval-ms", type=float, default=100.0,
+                        help="at most one transaction per interval")
     parser.add_argument("--out-dir", default=str(HERE / "results"))
     args = parser.parse_args(argv)
     if not args.kafka_home:

@@ -230,22 +230,21 @@ class KafkaCluster:
         return time.monotonic() - started
 
     def pause(self, node_id: int) -> float:
-        """SIGSTOP the node: its connections stay open, nothing answers (a grey failure)."""
-        node = self.nodes[node_id]
-        assert node.state == "running", f"node {node_id} is {node.state}"
-        at = time.time()
-        node.signal_group(signal.SIGSTOP)
-        node.state = "paused"
-        self._note(f"SIGSTOP node {node_id}", at)
-        return at
+        """SIGSTOP the node: its connections stay open, nothing answers (a grey failure); returns the
+        time.time() of the signal."""
+        return self._signal(node_id, signal.SIGSTOP, "running", "paused")
 
     def resume(self, node_id: int) -> float:
+        """SIGCONT a paused node."""
+        return self._signal(node_id, signal.SIGCONT, "paused", "running")
+
+    def _signal(self, node_id: int, signum: signal.Signals, before: str, after: str) -> float:
         node = self.nodes[node_id]
-        assert node.state == "paused", f"node {node_id} is {node.state}"
+        assert node.state == before, f"node {node_id} is {node.state}"
         at = time.time()
-        node.signal_group(signal.SIGCONT)
-        node.state = "running"
-        self._note(f"SIGCONT node {node_id}", at)
+        node.signal_group(signum)
+        node.state = after
+        self._note(f"{signum.name} node {node_id}", at)
         return at
 
     def running(self) -> list[ClusterNode]:

@@ -8,11 +8,13 @@ the counts (transactions, faults per kind and target, kill-to-fence times, anoma
 ``BROKER_CHAOS_SECONDS``, ``BROKER_CHAOS_SEED``, ... (``broker_run.BrokerChaosSettings.from_env``) change
 the run, ``KAFKA_TRANSACTION_VERSION=1`` formats the cluster with Transaction Version 1. A failure prints
 the seed, the counts with examples, the faults and when they were made; the cluster's logs, the producers'
-journals and output stay in the temporary directory it names.
+journals and output stay in the temporary directory it names (``BROKER_CHAOS_KEEP=1`` keeps them after a
+pass too).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -32,7 +34,8 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow,
 
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
-    """The cluster; its directory (logs, journals) is kept when a test of the module failed."""
+    """The cluster; its directory (logs, journals) is kept when a test of the module failed (or with
+    BROKER_CHAOS_KEEP=1)."""
     assert HOME is not None
     workdir = Path(tempfile.mkdtemp(prefix="txnproducer-chaos-cluster-"))
     cluster = KafkaCluster(HOME, workdir)
@@ -42,7 +45,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
         yield cluster
     finally:
         cluster.stop()
-        if request.session.testsfailed == failed_before:
+        if request.session.testsfailed == failed_before and not os.environ.get("BROKER_CHAOS_KEEP"):
             shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -44,6 +44,18 @@ def _other(cluster: MockCluster, *not_these: int) -> int:
     return next(b for b in cluster.broker_ids if b not in not_these)
 
 
+def _coordinated_apart(cluster: MockCluster, make_producer: Any, txn_id: str) -> tuple[Any, int, int]:
+    """Topic "t" (one partition) and an initialized producer whose coordinator is not the leader:
+    (producer, leader, coordinator)."""
+    cluster.create_topic("t", partitions=1)
+    leader = cluster.leader_of("t", 0)
+    coordinator = _other(cluster, leader)
+    cluster.move_coordinator(txn_id, coordinator)
+    producer = make_producer(txn_id)
+    producer.init_transactions()
+    return producer, leader, coordinator
+
+
 @TVS
 @pytest.mark.parametrize("frozen", ["nothing_appended", "appended_not_answered"])
 def test_a_frozen_leader_is_left_once_the_cluster_moves_its_partition(
@@ -76,12 +88,7 @@ def test_a_frozen_leader_is_left_once_the_cluster_moves_its_partition(
 def test_a_frozen_coordinator_is_left_once_the_cluster_moves_the_transaction(
         mock_cluster: MockCluster, make_producer: Any) -> None:
     txn_id = "tx-grey-coordinator"
-    mock_cluster.create_topic("t", partitions=1)
-    leader = mock_cluster.leader_of("t", 0)
-    coordinator = _other(mock_cluster, leader)
-    mock_cluster.move_coordinator(txn_id, coordinator)
-    producer = make_producer(txn_id)
-    producer.init_transactions()
+    producer, _, coordinator = _coordinated_apart(mock_cluster, make_producer, txn_id)
     producer.begin_transaction()
     producer.send("t", b"x", partition=0).get(5)
     mock_cluster.black_hole(coordinator)
@@ -100,12 +107,7 @@ def test_a_produce_waiting_on_a_frozen_coordinator_is_sent_again_once_the_transa
     EndTxn goes to the new coordinator - never to the frozen one, which on waking would answer from its
     stale state (a real broker answered PRODUCER_FENCED there)."""
     txn_id = "tx-grey-verification"
-    mock_cluster.create_topic("t", partitions=1)
-    leader = mock_cluster.leader_of("t", 0)
-    coordinator = _other(mock_cluster, leader)
-    mock_cluster.move_coordinator(txn_id, coordinator)
-    producer = make_producer(txn_id)
-    producer.init_transactions()
+    producer, leader, coordinator = _coordinated_apart(mock_cluster, make_producer, txn_id)
     with producer.transaction():
         producer.send("t", b"before", partition=0)
     frozen_at = mock_cluster.requests.next_seq()
