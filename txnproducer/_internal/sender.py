@@ -295,7 +295,7 @@ class Sender(threading.Thread):
             return False
         ctype = handler.coordinator_type
         if ctype is None:
-            node = net.least_loaded_node()
+            node = net.least_loaded_node(avoid=self._overdue.avoid(time.monotonic()))
             if node is None:
                 tm.retry(handler)
                 poll(self._idle_poll_s)

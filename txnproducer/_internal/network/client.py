@@ -392,8 +392,19 @@ class NetworkClient:
                                                        error=repr(exc)))
         return node, future
 
-    def least_loaded_node(self) -> Any:
-        return self._client.least_loaded_node()
+    def least_loaded_node(self, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+        """A broker for a request any broker can answer: kafka-python's least loaded one if it is
+        ready and not one of ``avoid`` (brokers that left a request unanswered), else a ready broker
+        not avoided, else one to connect to (None when none is known). A ready connection first: a
+        frozen broker still accepts connections but never completes their handshake."""
+        node = self._client.least_loaded_node()
+        if node is not None and node not in avoid and self.is_ready(node):
+            return node
+        others = [b.node_id for b in self.cluster.brokers() if b.node_id not in avoid]
+        ready = [n for n in others if self.is_ready(n)]
+        if ready:
+            return ready[0]
+        return node if node is not None and node not in avoid else (others or [None])[0]
 
     def send(self, node: Any, request: Any, *, direct: bool = True) -> Future:
         """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`.
