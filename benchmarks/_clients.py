@@ -82,6 +82,9 @@ class KafkaPythonClient:
     def commit(self) -> None:
         self.producer.commit_transaction()
 
+    def abort(self) -> None:
+        self.producer.abort_transaction()
+
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         from kafka.structs import OffsetAndMetadata
 
@@ -121,6 +124,9 @@ class ConfluentClient:
     def commit(self) -> None:
         self.producer.commit_transaction(BLOCK_TIMEOUT_S)
 
+    def abort(self) -> None:
+        self.producer.abort_transaction(BLOCK_TIMEOUT_S)
+
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         raise NotImplementedError("S4 with confluent-kafka is not part of the comparison")
 
@@ -129,7 +135,10 @@ class ConfluentClient:
 
 
 class OurClient(TxnProducerClient):
-    """TxnProducerClient plus what the S4 loop needs."""
+    """TxnProducerClient plus what the S4 loop and the failover stream need."""
+
+    def abort(self) -> None:
+        self.producer.abort_transaction()
 
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         self.producer.send_offsets_to_transaction(offsets, consumer.group_metadata())

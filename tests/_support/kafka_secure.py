@@ -84,8 +84,8 @@ class SecuredKafkaHomeBroker(KafkaHomeBroker):
         """(certfile, keyfile) with CN ``name``: the MTLS listener maps it to ``User:<name>``."""
         return self.tls.client_certificate(name)
 
-    def property_map(self) -> dict[str, str]:
-        props = super().property_map()
+    def adjust_properties(self, lines: dict[str, str]) -> dict[str, str]:
+        props = dict(super().adjust_properties(lines))
         listeners = [f"INTERNAL://127.0.0.1:{self.port}",
                      *(f"{name}://127.0.0.1:{port}" for name, port in self.ports.items())]
         advertised = [f"INTERNAL://127.0.0.1:{self.port}",
@@ -121,7 +121,7 @@ class SecuredKafkaHomeBroker(KafkaHomeBroker):
         return props
 
     def format_args(self) -> list[str]:
-        args: list[str] = []
+        args = super().format_args()
         for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             for user, password in self.users.items():
                 args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]

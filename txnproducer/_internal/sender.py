@@ -79,13 +79,15 @@ _STALE_METADATA = frozenset({
     ec.UNKNOWN_TOPIC_ID,
 })
 
+# Produce codes with a class of their own. Not INVALID_TXN_STATE: on a Produce it makes the transaction
+# abortable (as in Java), and InvalidTxnStateError is a FatalError, which would tell the record's owner to
+# close the producer; the code gets ProduceRejectedError, which names it.
 _ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
     ec.MESSAGE_TOO_LARGE: errors.RecordTooLargeError,
     ec.RECORD_LIST_TOO_LARGE: errors.RecordTooLargeError,
     ec.TOPIC_AUTHORIZATION_FAILED: errors.TopicAuthorizationError,
     ec.OUT_OF_ORDER_SEQUENCE_NUMBER: errors.OutOfOrderSequenceError,
     ec.INVALID_PRODUCER_EPOCH: errors.InvalidProducerEpochError,
-    ec.INVALID_TXN_STATE: errors.InvalidTxnStateError,
     ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: errors.TransactionalIdAuthorizationError,
     ec.CLUSTER_AUTHORIZATION_FAILED: errors.ClusterAuthorizationError,
     ec.INVALID_PRODUCER_ID_MAPPING: errors.InvalidProducerIdMappingError,
@@ -309,7 +311,7 @@ class Sender(threading.Thread):
             return False
         ctype = handler.coordinator_type
         if ctype is None:
-            node = net.least_loaded_node()
+            node = net.least_loaded_node(avoid=self._overdue.avoid(time.monotonic()))
             if node is None:
                 tm.retry(handler)
                 poll(self._idle_poll_s)

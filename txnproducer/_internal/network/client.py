@@ -404,23 +404,35 @@ class NetworkClient:
                 theirs.close(error)
         self._log.info("txn.broker_abandoned", node=node, reason=reason)
 
-    def refresh_metadata_avoiding(self, suspects: set[Any]) -> bool:
+    def refresh_metadata_avoiding(self, suspects: set[Any]) -> tuple[Any, Future] | None:
         """Ask a broker other than ``suspects`` for metadata now and apply the answer; kafka-python's
         own refresh goes to its least loaded node, which may be the broker that stopped answering
-        (then the refresh waits ``request_timeout_ms``). False when no other broker is known."""
+        (then the refresh waits ``request_timeout_ms``). Returns the broker asked and the request's
+        future; None when no other broker is known."""
         candidates = [b.node_id for b in self.cluster.brokers() if b.node_id not in suspects]
         if not candidates:
-            return False
+            return None
         ready = [n for n in candidates if self.is_ready(n)]
         node = random.choice(ready or candidates)
         future = self.send(node, self.cluster.metadata_request(), direct=False)
         future.add_callback(self.cluster.update_metadata)
         future.add_errback(lambda exc: self._log.debug("txn.metadata_refresh_failed", node=node,
                                                        error=repr(exc)))
-        return True
+        return node, future
 
-    def least_loaded_node(self) -> Any:
-        return self._client.least_loaded_node()
+    def least_loaded_node(self, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+        """A broker for a request any broker can answer: kafka-python's least loaded one if it is
+        ready and not one of ``avoid`` (brokers that left a request unanswered), else a ready broker
+        not avoided, else one to connect to (None when none is known). A ready connection first: a
+        frozen broker still accepts connections but never completes their handshake."""
+        node = self._client.least_loaded_node()
+        if node is not None and node not in avoid and self.is_ready(node):
+            return node
+        others = [b.node_id for b in self.cluster.brokers() if b.node_id not in avoid]
+        ready = [n for n in others if self.is_ready(n)]
+        if ready:
+            return ready[0]
+        return node if node is not None and node not in avoid else (others or [None])[0]
 
     def send(self, node: Any, request: Any, *, direct: bool = True) -> Future:
         """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`.
