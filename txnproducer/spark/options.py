@@ -26,7 +26,7 @@ import attrs
 from ..config import ProducerConfig
 from ..errors import ConfigError
 
-__all__ = ["DEFAULT_SLOTS", "DEFAULT_STATE_TOPIC", "SinkOptions"]
+__all__ = ["DEFAULT_SLOTS", "DEFAULT_STATE_TOPIC", "SinkOptions", "default_prefix"]
 
 DEFAULT_STATE_TOPIC = "txnkafka-state"
 DEFAULT_SLOTS = 4
@@ -35,6 +35,12 @@ _KNOWN = {"topic", "transactional.id.prefix", "transactional.id.slots", "state.t
           "state.topic.replication.factor", "commit.log", "commit.parallelism", "commit.timeout.ms"}
 # Kafka's topic name rule (org.apache.kafka.common.internals.Topic)
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def default_prefix(checkpoint_location: str) -> str:
+    """The transactional id prefix of a streaming query that names none: ``txnkafka-`` and a hash
+    of its ``checkpointLocation`` option, exactly as given."""
+    return "txnkafka-" + hashlib.sha256(checkpoint_location.encode()).hexdigest()[:12]
 
 
 def _int_option(own: dict[str, str], name: str, default: int, minimum: int) -> int:
@@ -110,7 +116,7 @@ class SinkOptions:
                     " its transactional id prefix from it, so that a restarted query finds its"
                     " transactions again) or an explicit transactional.id.prefix unique to the query"
                 )
-            prefix = "txnkafka-" + hashlib.sha256(checkpoint.encode()).hexdigest()[:12]
+            prefix = default_prefix(checkpoint)
         elif prefix is None:
             prefix, ephemeral = "txnkafka-batch-" + uuid.uuid4().hex[:12], True
         if not prefix:
