@@ -41,16 +41,20 @@ def kill_session(pid: int) -> None:
 
 
 class SparkApp:
-    """``app --bootstrap <bootstrap> <args>`` running in its own session; stderr goes to a file
-    (a streaming application writes more than a pipe holds while nobody reads it)."""
+    """``app --bootstrap <bootstrap> <args>`` running in its own session; stderr goes to ``log``
+    (a streaming application writes more than a pipe holds while nobody reads it), a temporary
+    file unless given."""
 
     def __init__(self, app: Path, bootstrap: str, *args: str, crash_at: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, log: Path | None = None) -> None:
         self.crash_at = crash_at
-        self._err = tempfile.TemporaryFile(mode="w+")
+        self._err = open(log, "w+") if log else tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
         self.proc = subprocess.Popen([sys.executable, str(app), "--bootstrap", bootstrap, *args],
                                      env=env or spark_env(crash_at), cwd=str(ROOT), start_new_session=True,
                                      text=True, stdout=subprocess.DEVNULL, stderr=self._err)
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
 
     def stderr(self) -> str:
         self._err.seek(0)
@@ -68,11 +72,12 @@ class SparkApp:
         return self.proc.returncode
 
     def stop(self) -> None:
-        """Kill whatever of the application is left."""
+        """Kill whatever of the application is left (the log stays readable)."""
         kill_session(self.proc.pid)
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._err.flush()
 
 
 def run_spark_app(app: Path, bootstrap: str, *args: str, crash_at: str | None = None,

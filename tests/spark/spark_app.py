@@ -10,22 +10,20 @@ real broker) lives outside it, and so does, on a cluster, every executor.
         [--batch-topic T2 --rows N]                        # a batch write of N rows first
         [--input DIR [--fail-value V]]                     # a file stream, availableNow
         [--control FILE --rows-per-batch R]                # a counter stream the test paces
-            [--fail-at B:P] [--kill-executor-at B:P]
+        [--task-faults fail@B:P,kill@B:P]                  # (on a cluster) see _faults.task_fault
 
 The counter stream (``CounterSource``) needs no file shared with the executors: its rows are
 computed from the offsets, ``value`` = ``%010d`` of batch * R + i, and Spark partition p of a batch
 writes to Kafka partition p. Its latest offset is the batch number the test wrote into the control
-file on the driver's disk, at most one batch ahead per micro-batch; "stop" ends the query. A
-``--fail-at`` / ``--kill-executor-at`` task, on its first attempt, reads half its rows, waits until
-Kafka shows them written (the attempt's transaction is open, mid-batch), then raises / SIGKILLs its
-executor's JVM.
+file on the driver's disk, at most one batch ahead per micro-batch; "stop" ends the query.
+``--task-faults`` goes to the executors' environment (``TXNKAFKA_SPARK_TASK_FAULT``): the first
+attempt of those tasks fails, or SIGKILLs its executor, once its first rows are in Kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +31,6 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 COUNTER_PARTITIONS = 2
-WAIT_FOR_WRITE_S = 60.0
 
 
 def _allowed(control: str) -> int | None:
@@ -43,44 +40,10 @@ def _allowed(control: str) -> int | None:
     return None if text == "stop" else int(text or 0)
 
 
-def _kill_own_executor() -> None:
-    """SIGKILL the executor JVM this Python worker belongs to (an ancestor process)."""
-    pid = os.getppid()
-    while pid > 1:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if b"CoarseGrainedExecutorBackend" in f.read():
-                os.kill(pid, signal.SIGKILL)
-                time.sleep(60)  # the JVM takes this worker down with it
-                raise SystemExit("executor survived SIGKILL")
-        with open(f"/proc/{pid}/stat") as f:
-            pid = int(f.read().rsplit(")", 1)[1].split()[1])
-    raise RuntimeError("not running in an executor JVM")
-
-
-def _wait_until_written(bootstrap: str, topic: str, partition: int, beyond: int) -> None:
-    """Block until Kafka ``topic``-``partition``'s high watermark passes ``beyond``."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    tp = TopicPartition(topic, partition)
-    deadline = time.monotonic() + WAIT_FOR_WRITE_S
-    try:
-        while consumer.end_offsets([tp])[tp] <= beyond:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the attempt's first rows did not reach {topic}-{partition}")
-            time.sleep(0.05)
-    finally:
-        consumer.close()
-
-
 class CounterReader(DataSourceStreamReader):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Any) -> None:  # a case-insensitive mapping
         self.control = options["control"]
         self.rows = int(options["rowsPerBatch"])
-        self.fail_at = options.get("failAt", "")
-        self.kill_at = options.get("killExecutorAt", "")
-        self.bootstrap = options["bootstrap"]
-        self.topic = options["topic"]
 
     def initialOffset(self) -> dict[str, int]:
         return {"batch": 0}
@@ -95,30 +58,9 @@ class CounterReader(DataSourceStreamReader):
                 for p in range(COUNTER_PARTITIONS)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, int]]:
-        from pyspark import TaskContext
-
         batch, part = partition.value
-        values = [batch * self.rows + i for i in range(self.rows) if i % COUNTER_PARTITIONS == part]
-        ctx = TaskContext.get()
-        fault = None
-        if ctx is not None and ctx.attemptNumber() == 0:
-            fault = ("fail" if self.fail_at == f"{batch}:{part}"
-                     else "kill" if self.kill_at == f"{batch}:{part}" else None)
-        if fault is None:
-            yield from ((f"{v:010d}", part) for v in values)
-            return
-        from kafka import KafkaConsumer, TopicPartition
-
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap)
-        tp = TopicPartition(self.topic, part)
-        before = consumer.end_offsets([tp])[tp]
-        consumer.close()
-        half = len(values) // 2
-        yield from ((f"{v:010d}", part) for v in values[:half])
-        _wait_until_written(self.bootstrap, self.topic, part, before)
-        if fault == "kill":
-            _kill_own_executor()
-        raise RuntimeError(f"injected failure of batch {batch} partition {part}, first attempt, mid-write")
+        for i in range(part, self.rows, COUNTER_PARTITIONS):
+            yield f"{batch * self.rows + i:010d}", part
 
     def commit(self, end: dict[str, int]) -> None:
         pass
@@ -135,23 +77,28 @@ class CounterSource(DataSource):
         return "value string, partition int"
 
     def streamReader(self, schema: Any) -> CounterReader:
-        return CounterReader(dict(self.options))
+        return CounterReader(self.options)
 
 
 def _session(args: argparse.Namespace) -> Any:
     from pyspark.sql import SparkSession
 
-    if args.remote:
-        return SparkSession.builder.remote(args.remote).getOrCreate()
+    if args.remote:  # Spark Connect: executor settings (and --task-faults) belong to the server
+        return (SparkSession.builder.remote(args.remote)
+                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "25").getOrCreate())
     builder = (SparkSession.builder.master(args.master).appName("txnkafka-test")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                # several Arrow batches per task, so a fault can strike between them
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "25"))
+    if args.task_faults:
+        builder = builder.config("spark.executorEnv.TXNKAFKA_SPARK_TASK_FAULT", args.task_faults)
     if args.master.startswith("spark://"):
         builder = (builder.config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
                    .config("spark.cores.max", "2").config("spark.task.maxFailures", "4")
-                   .config("spark.driver.host", "127.0.0.1"))
+                   .config("spark.driver.host", "127.0.0.1")
+                   # an executor's JVM temp files go to its own (private) working directory
+                   .config("spark.executor.extraJavaOptions", "-Djava.io.tmpdir=."))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -170,8 +117,7 @@ def main() -> None:
     parser.add_argument("--fail-value")
     parser.add_argument("--control")
     parser.add_argument("--rows-per-batch", type=int, default=100)
-    parser.add_argument("--fail-at", default="")
-    parser.add_argument("--kill-executor-at", default="")
+    parser.add_argument("--task-faults", default="")
     args = parser.parse_args()
     if os.getsid(0) == os.getpid():  # only a session leader may be crashed by the fault hook
         os.environ["TXNKAFKA_SPARK_CRASH_SESSION"] = str(os.getpid())
@@ -183,7 +129,10 @@ def main() -> None:
     spark = _session(args)
     register(spark)
     spark.dataSource.register(CounterSource)
-    options = {"kafka.bootstrap.servers": args.bootstrap, "kafka.linger.ms": "5", "topic": args.topic}
+    # prepared transactions must outlive a driver restart on a busy test machine (README, the
+    # timeout rule); nothing in the tests waits for a timeout to end a transaction
+    options = {"kafka.bootstrap.servers": args.bootstrap, "kafka.linger.ms": "5", "topic": args.topic,
+               "kafka.transaction.timeout.ms": "600000"}
     if args.batch_topic:
         df = spark.range(args.rows, numPartitions=2).selectExpr("CAST(id AS STRING) AS value")
         df.write.format("txnkafka").options(**options).option("topic", args.batch_topic).mode("append").save()
@@ -211,9 +160,7 @@ def main() -> None:
             raise SystemExit(f"query failed: {query.exception()}")
     if args.control:
         stream = (spark.readStream.format("txnkafka_test_counter")
-                  .option("control", args.control).option("rowsPerBatch", args.rows_per_batch)
-                  .option("failAt", args.fail_at).option("killExecutorAt", args.kill_executor_at)
-                  .option("bootstrap", args.bootstrap).option("topic", args.topic).load())
+                  .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
         query = (stream.writeStream.format("txnkafka").options(**options)
                  .option("checkpointLocation", args.checkpoint).start())
         while _allowed(args.control) is not None:  # the test writes "stop" once it saw the last batch

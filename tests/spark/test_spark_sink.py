@@ -88,7 +88,8 @@ def stream_args(tmp: Path, topic: str) -> list[str]:
 
 def latest_decision(cluster: MockCluster, tmp: Path) -> Decision | None:
     """The sink's latest decision for the query checkpointed in ``tmp``."""
-    with StateTopic({"bootstrap.servers": cluster.bootstrap_servers}, "txnkafka-state", timeout_s=30) as state:
+    settings = {"bootstrap.servers": cluster.bootstrap_servers}
+    with StateTopic(settings, "txnkafka-state", timeout_s=30) as state:
         return state.latest_decision(default_prefix(str(tmp / "ckpt")))
 
 

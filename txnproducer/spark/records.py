@@ -13,7 +13,7 @@ error that fails the task, not a record dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ConfigError
@@ -49,9 +49,11 @@ def _headers(raw: list[dict[str, Any]] | None) -> list[tuple[str, bytes | None]]
     return [(str(h["key"]), h["value"]) for h in raw]
 
 
-def send_batches(producer: TransactionalProducer, batches: Iterable[Any], default_topic: str | None) -> int:
+def send_batches(producer: TransactionalProducer, batches: Iterable[Any], default_topic: str | None,
+                 after_first: Callable[[TransactionalProducer], None] | None = None) -> int:
     """Send every row of ``batches`` (pyarrow RecordBatches) in the producer's open transaction;
-    return how many were sent."""
+    return how many were sent. ``after_first`` runs once the first batch was handed to the
+    producer (the tests' fault hook)."""
     send = producer.send
     count = 0
     for batch in batches:
@@ -78,4 +80,7 @@ def send_batches(producer: TransactionalProducer, batches: Iterable[Any], defaul
                      partition=None if partitions is None else partitions[i],
                      headers=None if headers is None else _headers(headers[i]))
         count += rows
+        if after_first is not None:
+            after_first(producer)
+            after_first = None
     return count

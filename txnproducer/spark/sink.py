@@ -32,6 +32,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter
 from pyspark.sql.types import StructType
 
+from ._faults import task_fault
 from .committer import Committer
 from .legacy import finish_legacy_log
 from .options import SinkOptions
@@ -60,8 +61,10 @@ class _SinkWriter:
 
     def _write(self, batches: Iterator[Any]) -> TxnKafkaCommitMessage:
         topic = self.options.topic
-        return run_attempt(self.options, self.scan_floor, task_identity(self.job),
-                           lambda producer: send_batches(producer, batches, topic))
+        who = task_identity(self.job)
+        fault = task_fault(who.batch, who.partition, who.attempt)
+        return run_attempt(self.options, self.scan_floor, who,
+                           lambda producer: send_batches(producer, batches, topic, fault))
 
     def _decide(self, messages: list[Any], batch: int, commit: bool) -> None:
         with _state_topic(self.options) as state:

@@ -238,13 +238,24 @@ class StateTopic:
     # --- transactional ids ----------------------------------------------------------------------
 
     def transaction_open(self, transactional_id: str) -> bool:
-        """Does the coordinator hold an open transaction (or one being ended) for the id?"""
-        from kafka.errors import TransactionalIdNotFoundError
+        """Does the coordinator hold an open transaction (or one being ended) for the id?
+        Retries while the coordinator is unavailable (a new cluster creates its transaction log
+        on first use), up to ``timeout_s``."""
+        from kafka.errors import KafkaError, TransactionalIdNotFoundError
 
-        try:
-            described = self._admin().describe_transactions([transactional_id])
-        except TransactionalIdNotFoundError:
-            return False  # never used
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                described = self._admin().describe_transactions([transactional_id])
+                break
+            except TransactionalIdNotFoundError:
+                return False  # never used
+            except KafkaError as exc:
+                if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"txnkafka could not describe transactional id {transactional_id!r} within"
+                        f" {self.timeout_s:.0f}s (commit.timeout.ms): {exc!r}") from exc
+                time.sleep(0.2)  # the coordinator's own retry backoff; nothing to wait on instead
         state = getattr(described[transactional_id].state, "value", "")
         return state in _OPEN_STATES
 
