@@ -36,10 +36,20 @@ def check_columns(names: list[str], default_topic: str | None) -> None:
         raise ConfigError("txnkafka needs a 'topic' column or the option topic")
 
 
-def _column(batch: Any, name: str) -> list[Any] | None:
+def _column(batch: Any, name: str, as_bytes: bool = False) -> list[Any] | None:
+    """The column ``name`` as a Python list (None if absent). ``as_bytes``: a string column comes
+    as bytes - the same Arrow buffers read as binary (no copy), so no str is decoded here only to
+    be encoded again by the producer."""
+    import pyarrow as pa
+
     for i, field_name in enumerate(batch.schema.names):
         if field_name.lower() == name:
-            return list(batch.column(i).to_pylist())
+            column = batch.column(i)
+            if as_bytes and pa.types.is_string(column.type):
+                column = column.cast(pa.binary())
+            elif as_bytes and pa.types.is_large_string(column.type):
+                column = column.cast(pa.large_binary())
+            return list(column.to_pylist())
     return None
 
 
@@ -60,9 +70,10 @@ def send_batches(producer: TransactionalProducer, batches: Iterable[Any], defaul
         rows = batch.num_rows
         if rows == 0:
             continue
-        values = _column(batch, "value")
-        assert values is not None  # check_columns ran on the driver
-        keys = _column(batch, "key") or [None] * rows
+        values = _column(batch, "value", as_bytes=True)
+        if values is None:
+            raise ConfigError(f"txnkafka needs a 'value' column; the rows have {batch.schema.names}")
+        keys = _column(batch, "key", as_bytes=True) or [None] * rows
         topics = _column(batch, "topic")
         partitions = _column(batch, "partition")
         headers = _column(batch, "headers")
