@@ -20,10 +20,8 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,8 +31,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, HERE):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 TOPIC_PARTITIONS = 3
 VALUE_BYTES = 100
@@ -50,17 +49,10 @@ def kafka(args: argparse.Namespace) -> Iterator[str]:
     if args.bootstrap:
         yield args.bootstrap
         return
-    from tests._support.kafka_home import KafkaHomeBroker
+    from compare import kafka_home_broker  # the same one-node KRaft starter as compare.py
 
-    workdir = Path(tempfile.mkdtemp(prefix="txnkafka-bench-kafka-"))
-    broker = KafkaHomeBroker(Path(args.kafka_home), workdir)
-    try:
-        broker.start()
-        log(f"started Kafka at {broker.bootstrap} in {broker.startup_seconds:.1f} s")
-        yield str(broker.bootstrap)
-    finally:
-        broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with kafka_home_broker(args.kafka_home) as bootstrap:
+        yield bootstrap
 
 
 def create_topic(bootstrap: str) -> str:

@@ -24,10 +24,11 @@ from txnproducer.spark.state_topic import StateTopic
 from txnproducer.spark.task import TaskIdentity, TxnKafkaCommitMessage, run_attempt
 from txnproducer.testing import MockCluster
 
-__all__ = ["arrow_rows", "assert_settled", "attempt", "committed", "committer", "open_transactions",
-           "sink_options", "transactional_ids"]
+__all__ = ["PREFIX", "TOPIC", "arrow_rows", "assert_settled", "attempt", "committed", "committer",
+           "open_transactions", "sink_options", "transactional_ids"]
 
 PREFIX = "q1"
+TOPIC = "sink"  # the output topic of the protocol tests (tests/spark/conftest.py creates it)
 
 
 def sink_options(cluster: MockCluster, topic: str, **overrides: Any) -> SinkOptions:

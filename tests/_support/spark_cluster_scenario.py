@@ -32,7 +32,8 @@ from tests._support import readers
 from txnproducer.spark import pool_bound
 from txnproducer.spark.options import DEFAULT_SLOTS, default_prefix
 
-__all__ = ["Driver", "ScenarioReport", "StreamScenario", "run_stream_scenario", "transactional_ids"]
+__all__ = ["Driver", "ScenarioReport", "StreamScenario", "check_outcome", "run_stream_scenario",
+           "transactional_ids"]
 
 LSO_WITHIN_S = 10.0
 SPARK_PARTITIONS = 2  # the counter source's
@@ -180,3 +181,12 @@ def check_faults_struck_mid_write(s: StreamScenario) -> None:
     written = sum(len(r) for r in readers.read_all(s.bootstrap, s.topic, SPARK_PARTITIONS,
                                                    "read_uncommitted").values())
     assert written > s.batches * s.rows_per_batch, "no attempt was interrupted mid-write"
+
+
+def check_outcome(s: StreamScenario, report: ScenarioReport) -> None:
+    """After :func:`run_stream_scenario`: the batch write, the faults, and the restart's recovery."""
+    check_batch_write(s, report)
+    check_faults_struck_mid_write(s)
+    assert max(report.lso_lag_s) < LSO_WITHIN_S
+    restarted = report.driver_stderr[-1]
+    assert "txn.spark_recovering_batch" in restarted and "txn.spark_replay_skipped" in restarted

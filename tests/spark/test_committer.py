@@ -8,7 +8,6 @@ state topic must let it finish the batch, and the tasks of Spark's replay must n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,14 +17,7 @@ pytest.importorskip("pyarrow", reason="pyarrow not installed (the [spark] extra)
 
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-from tests._support.sink_protocol import (
-    assert_settled,
-    attempt,
-    committed,
-    committer,
-    open_transactions,
-    sink_options,
-)
+from tests._support import sink_protocol as protocol
 from txnproducer.spark import SinkCommitError
 from txnproducer.spark import committer as committer_module
 from txnproducer.spark.commit_log import CommitLog
@@ -33,7 +25,7 @@ from txnproducer.spark.options import SinkOptions
 from txnproducer.spark.sink import TxnKafkaDataSource
 from txnproducer.testing import MockCluster
 
-TOPIC = "decisions"
+TOPIC = protocol.TOPIC
 ROWS = [b"v%d" % i for i in range(4)]
 SCHEMA = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
                      StructField("partition", IntegerType())])
@@ -41,18 +33,6 @@ SCHEMA = StructType([StructField("key", BinaryType()), StructField("value", Bina
 
 class DriverKilled(BaseException):
     """Stands for SIGKILL at a crash point: nothing after it runs."""
-
-
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
-    with MockCluster(num_brokers=1) as mock:
-        mock.create_topic(TOPIC, partitions=1)
-        yield mock
-
-
-@pytest.fixture
-def options(cluster: MockCluster) -> SinkOptions:
-    return sink_options(cluster, TOPIC)
 
 
 def kill_driver_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
@@ -70,64 +50,66 @@ def data_source(cluster: MockCluster, **extra: str) -> TxnKafkaDataSource:
 
 def test_driver_killed_after_the_decision_finishes_the_batch_before_any_task(
         cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = attempt(options, 3, 0, 0, ROWS[:2])
-    second = attempt(options, 3, 1, 0, ROWS[2:])
+    first = protocol.attempt(options, 3, 0, 0, ROWS[:2])
+    second = protocol.attempt(options, 3, 1, 0, ROWS[2:])
     kill_driver_at(monkeypatch, "after_first_commit")
-    with committer(options) as driver, pytest.raises(DriverKilled):
+    with protocol.committer(options) as driver, pytest.raises(DriverKilled):
         driver.commit([first, second], 3)
     monkeypatch.undo()
-    assert open_transactions(cluster, TOPIC), "the second transaction is still prepared"
-    assert committed(cluster, TOPIC) == ROWS[:2]
+    assert protocol.open_transactions(cluster, TOPIC), "the second transaction is still prepared"
+    assert protocol.committed(cluster, TOPIC) == ROWS[:2]
 
     # the restarted query: Spark creates the writer for the replay of batch 3 - before any task
     writer = data_source(cluster).streamWriter(SCHEMA, overwrite=False)
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
 
-    replay = [attempt(writer.options, 3, p, 0, [b"again"]) for p in range(2)]
+    replay = [protocol.attempt(writer.options, 3, p, 0, [b"again"]) for p in range(2)]
     assert all(m.superseded for m in replay)
     writer.commit(replay, 3)
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
 
 
 def test_driver_killed_before_the_decision_leaves_orphans_the_replay_fences(
         cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
-    orphan = attempt(options, 5, 0, 0, [b"lost"])
+    orphan = protocol.attempt(options, 5, 0, 0, [b"lost"])
     kill_driver_at(monkeypatch, "before_decision")
-    with committer(options) as driver, pytest.raises(DriverKilled):
+    with protocol.committer(options) as driver, pytest.raises(DriverKilled):
         driver.commit([orphan], 5)
     monkeypatch.undo()
-    assert open_transactions(cluster, TOPIC)
+    assert protocol.open_transactions(cluster, TOPIC)
 
-    replay = attempt(options, 5, 0, 0, ROWS)  # slot 0 is busy with the orphan: the replay takes slot 1
+    # slot 0 is busy with the orphan: the replay takes slot 1
+    replay = protocol.attempt(options, 5, 0, 0, ROWS)
     assert replay.state is not None and replay.state.transactional_id == "q1-0-1"
-    with committer(options) as driver:
+    with protocol.committer(options) as driver:
         driver.commit([replay], 5)
 
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
 
 
 def test_coordinator_aborting_a_prepared_transaction_stops_the_query_naming_the_loss(
         cluster: MockCluster, options: SinkOptions) -> None:
-    message = attempt(options, 0, 0, 0, ROWS)
+    message = protocol.attempt(options, 0, 0, 0, ROWS)
     assert message.state is not None
     cluster.expire_transaction(message.state.transactional_id)  # the transaction timeout ran out
 
-    with committer(options) as driver, pytest.raises(SinkCommitError, match="RECORDS WERE LOST") as lost:
+    lost_records = pytest.raises(SinkCommitError, match="RECORDS WERE LOST")
+    with protocol.committer(options) as driver, lost_records as lost:
         driver.commit([message], 0)
     assert message.state.transactional_id in str(lost.value)
 
     # never silent: every restart reports the same loss instead of moving on
     with pytest.raises(SinkCommitError, match="RECORDS WERE LOST"):
         data_source(cluster).streamWriter(SCHEMA, overwrite=False)
-    assert committed(cluster, TOPIC) == []
+    assert protocol.committed(cluster, TOPIC) == []
 
 
 def test_a_batch_older_than_the_last_decision_of_the_same_query_is_refused(
         cluster: MockCluster, options: SinkOptions) -> None:
-    with committer(options) as driver:
-        driver.commit([attempt(options, 9, 0, 0, ROWS)], 9)
+    with protocol.committer(options) as driver:
+        driver.commit([protocol.attempt(options, 9, 0, 0, ROWS)], 9)
         with pytest.raises(SinkCommitError, match="checkpoint reset"):
-            driver.commit([attempt(options, 2, 0, 0, [b"x"], query="query-1")], 2)
+            driver.commit([protocol.attempt(options, 2, 0, 0, [b"x"], query="query-1")], 2)
 
 
 def test_batch_job_late_attempt_after_the_job_commit_writes_nothing(cluster: MockCluster) -> None:
@@ -136,23 +118,23 @@ def test_batch_job_late_attempt_after_the_job_commit_writes_nothing(cluster: Moc
     writer = source.writer(SCHEMA, overwrite=False)
     assert writer.options.prefix_is_ephemeral and writer.job
     job = writer.job
-    won = attempt(writer.options, -1, 0, 0, ROWS, query=job)
+    won = protocol.attempt(writer.options, -1, 0, 0, ROWS, query=job)
     writer.commit([won])
 
-    late = attempt(writer.options, -1, 0, 1, [b"late"], query=job)
+    late = protocol.attempt(writer.options, -1, 0, 1, [b"late"], query=job)
     assert late.superseded
-    other_job = attempt(writer.options, -1, 0, 0, [b"next"], query="another-job")
+    other_job = protocol.attempt(writer.options, -1, 0, 0, [b"next"], query="another-job")
     assert not other_job.superseded  # a decision settles only its own job
     writer.abort([other_job])
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
 
 
 def test_commit_log_of_an_older_version_is_finished_and_its_last_batch_not_written_again(
         cluster: MockCluster, options: SinkOptions, tmp_path: Path) -> None:
-    # what the previous version left: batch 6 recorded as committed (its transaction still
-    # prepared), and a pending transaction of an attempt nobody committed
-    decided = attempt(options, 6, 0, 0, ROWS)
-    orphan = attempt(options, 6, 0, 1, [b"orphan"])
+    # what the previous version left: batch 6 recorded as protocol.committed (its transaction still
+    # prepared), and a pending transaction of an protocol.attempt nobody protocol.committed
+    decided = protocol.attempt(options, 6, 0, 0, ROWS)
+    orphan = protocol.attempt(options, 6, 0, 1, [b"orphan"])
     assert decided.state is not None and orphan.state is not None
     log = CommitLog(str(tmp_path)).ensure()
     log.record_commit(f"batch-{6:020d}", [decided.state])
@@ -161,9 +143,9 @@ def test_commit_log_of_an_older_version_is_finished_and_its_last_batch_not_writt
 
     writer = data_source(cluster, **{"commit.log": str(tmp_path)}).streamWriter(SCHEMA, overwrite=False)
 
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
     assert log.undone() == [] and log.pending() == []
-    replay = attempt(writer.options, 6, 0, 0, ROWS, query="query-after-upgrade")
+    replay = protocol.attempt(writer.options, 6, 0, 0, ROWS, query="query-after-upgrade")
     assert replay.superseded  # Spark's replay of batch 6 is not written twice
     writer.commit([replay], 6)
-    assert_settled(cluster, TOPIC, ROWS)
+    protocol.assert_settled(cluster, TOPIC, ROWS)

@@ -9,14 +9,13 @@ registering and writing) - the orderings the argument in ``txnproducer/spark/tas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
 pytest.importorskip("pyarrow", reason="pyarrow not installed (the [spark] extra)")
 
 from tests._support.sink_protocol import (
+    TOPIC,
     assert_settled,
     attempt,
     committed,
@@ -33,20 +32,7 @@ from txnproducer.spark.options import SinkOptions
 from txnproducer.spark.state_topic import StateTopic
 from txnproducer.testing import MockCluster
 
-TOPIC = "attempts"
 ROWS = [b"v%d" % i for i in range(5)]
-
-
-@pytest.fixture
-def cluster() -> Iterator[MockCluster]:
-    with MockCluster(num_brokers=1) as mock:
-        mock.create_topic(TOPIC, partitions=2)
-        yield mock
-
-
-@pytest.fixture
-def options(cluster: MockCluster) -> SinkOptions:
-    return sink_options(cluster, TOPIC)
 
 
 def commit(options: SinkOptions, messages: list[object], batch: int) -> None:
