@@ -37,7 +37,7 @@ __all__ = ["Driver", "ScenarioReport", "StreamScenario", "check_outcome", "run_s
 
 LSO_WITHIN_S = 10.0
 SPARK_PARTITIONS = 2  # the counter source's
-BATCH_WAIT_S = 180.0
+BATCH_WAIT_S = 600.0  # a hang guard: a driver restart on a loaded 2-CPU machine took 3 minutes
 
 
 class Driver(Protocol):
