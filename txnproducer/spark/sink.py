@@ -25,6 +25,7 @@ query stops instead of silently losing data.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -37,15 +38,16 @@ from .committer import Committer
 from .legacy import finish_legacy_log
 from .options import SinkOptions
 from .records import check_columns, send_batches
-from .state_topic import ANNOUNCEMENTS, DECISIONS, StateTopic
+from .state_topic import ANNOUNCEMENTS, DECISIONS, StateTopic, shared_state_topic
 from .task import TxnKafkaCommitMessage, run_attempt, task_identity
 
 __all__ = ["TxnKafkaBatchWriter", "TxnKafkaDataSource", "TxnKafkaStreamWriter"]
 
 
-def _state_topic(options: SinkOptions) -> StateTopic:
-    return StateTopic(options.producer_settings, options.state_topic, timeout_s=options.commit_timeout_s,
-                      replication_factor=options.state_replication_factor)
+def _state_topic(options: SinkOptions) -> contextlib.AbstractContextManager[StateTopic]:
+    return shared_state_topic(options.producer_settings, options.state_topic,
+                              timeout_s=options.commit_timeout_s,
+                              replication_factor=options.state_replication_factor)
 
 
 class _SinkWriter:

@@ -21,7 +21,11 @@ protocol ever reads; the topic is created compacted (``cleanup.policy=compact``)
 refused if it exists with fewer than two partitions or without compaction.
 
 The clients are kafka-python's (the producer's run-time dependency), opened on first use and
-closed by :meth:`StateTopic.close`; every call is bounded by ``timeout_s``. kafka-python 3.0.12
+closed by :meth:`StateTopic.close`; every call is bounded by ``timeout_s``. Opening them costs a
+few hundred milliseconds (connections, metadata), more than everything a task attempt then asks of
+them, and Spark reuses its Python workers for task after task and batch after batch: so the sink
+keeps the last one it used in each process (:func:`shared_state_topic`), and drops it after a
+failed call. kafka-python 3.0.12
 does not pass ``allow_auto_create_topics=False`` on to its metadata requests, so a reader of a
 missing topic makes a broker with ``auto.create.topics.enable`` create it, uncompacted and with
 its default partition count: the driver therefore creates the topic (:meth:`StateTopic.ensure`,
@@ -30,9 +34,10 @@ which only asks for all topics' metadata) before any task can read it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -46,7 +51,7 @@ from ..config import ProducerConfig
 from ..errors import ConfigError, TimeoutError
 from .decision import Announcement, Decision
 
-__all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic"]
+__all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic", "shared_state_topic"]
 
 DECISIONS, ANNOUNCEMENTS = 0, 1
 _FIRST_STEP = 16  # records read per step of a backward scan, doubled each step
@@ -289,3 +294,30 @@ def _config_value(result: Any, topic: str, name: str) -> str | None:
         value = entry.get("value", entry.get("config_value"))
         return None if value is None else str(value)
     return str(entry)
+
+
+_shared: tuple[tuple[object, ...], StateTopic] | None = None
+_shared_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def shared_state_topic(settings: Mapping[str, str], topic: str, *, timeout_s: float,
+                       replication_factor: int = -1) -> Iterator[StateTopic]:
+    """This process's :class:`StateTopic` for these settings, kept open between uses (module
+    docstring); one for other settings replaces it. A call that fails closes it."""
+    global _shared
+    key = (tuple(sorted(settings.items())), topic, timeout_s, replication_factor)
+    with _shared_lock:
+        if _shared is not None and _shared[0] == key:
+            state, _shared = _shared[1], None  # taken: a concurrent user opens its own
+        else:
+            state = StateTopic(settings, topic, timeout_s=timeout_s, replication_factor=replication_factor)
+    try:
+        yield state
+    except BaseException:
+        state.close()
+        raise
+    with _shared_lock:
+        previous, _shared = _shared, (key, state)
+    if previous is not None:
+        previous[1].close()

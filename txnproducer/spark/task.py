@@ -51,7 +51,7 @@ from ..producer import TransactionalProducer
 from .decision import Announcement, Decision, attempt_superseded
 from .id_pool import choose_slot
 from .options import SinkOptions
-from .state_topic import StateTopic
+from .state_topic import shared_state_topic
 
 __all__ = ["TaskIdentity", "TxnKafkaCommitMessage", "run_attempt", "task_identity"]
 
@@ -123,18 +123,18 @@ def run_attempt(options: SinkOptions, scan_floor: int, who: TaskIdentity,
     sends the rows in the open transaction and returns how many."""
     prefix = options.transactional_id_prefix
     superseded = TxnKafkaCommitMessage(None, 0, who.partition, who.attempt, who.batch, who.query)
-    with StateTopic(options.producer_settings, options.state_topic,
-                    timeout_s=options.commit_timeout_s) as state:
+    with shared_state_topic(options.producer_settings, options.state_topic,
+                            timeout_s=options.commit_timeout_s) as state:
         at_start = state.latest_decision(prefix, scan_floor)
         if attempt_superseded(at_start, who.batch, who.query):
             _superseded(who, at_start, registered=False)
             return superseded
         slot, transactional_id = choose_slot(prefix, who.partition, who.attempt, options.slots,
                                              state.transaction_open)
-        state.announce(Announcement(prefix, who.batch, who.query, who.partition, slot, who.attempt,
-                                    transactional_id))
-        producer = _producer(options, transactional_id)
+        producer = _producer(options, transactional_id)  # it connects while we announce
         try:
+            state.announce(Announcement(prefix, who.batch, who.query, who.partition, slot, who.attempt,
+                                        transactional_id))
             producer.init_transactions()
             latest = state.latest_decision(prefix, scan_floor if at_start is None else at_start.offset)
         except BaseException:
