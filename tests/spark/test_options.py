@@ -57,3 +57,9 @@ def test_bad_options_fail_on_the_driver_naming_the_option(option: str, value: st
 def test_options_are_case_insensitive_as_spark_hands_them_over() -> None:
     options = SinkOptions.parse({**BASE, "Transactional.Id.Slots": "6", "STATE.TOPIC": "s"}, streaming=False)
     assert (options.slots, options.state_topic) == (6, "s")
+
+
+def test_the_sink_sends_larger_batches_unless_told_otherwise() -> None:
+    assert SinkOptions.parse(BASE, streaming=False).producer_settings["batch.size"] == "262144"
+    own = SinkOptions.parse({**BASE, "kafka.batch_size": "16384"}, streaming=False).producer_settings
+    assert own["batch_size"] == "16384" and "batch.size" not in own
