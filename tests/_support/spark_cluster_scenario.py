@@ -184,7 +184,12 @@ def check_faults_struck_mid_write(s: StreamScenario) -> None:
 
 
 def check_outcome(s: StreamScenario, report: ScenarioReport) -> None:
-    """After :func:`run_stream_scenario`: the batch write, the faults, and the restart's recovery."""
+    """After :func:`run_stream_scenario`: the batch write, the faults, and the restart's recovery.
+    Prints a summary (``pytest -rP`` shows it)."""
+    lags = sorted(report.lso_lag_s)
+    print(f"{s.batches} micro-batches, {report.restarts} driver restart(s); commit -> LSO == HW:"
+          f" max {lags[-1]:.2f}s, median {lags[len(lags) // 2]:.2f}s;"
+          f" transactional ids of the query per batch: {report.ids}")
     check_batch_write(s, report)
     check_faults_struck_mid_write(s)
     assert max(report.lso_lag_s) < LSO_WITHIN_S
