@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
@@ -149,3 +150,19 @@ def test_commit_log_of_an_older_version_is_finished_and_its_last_batch_not_writt
     assert replay.superseded  # Spark's replay of batch 6 is not written twice
     writer.commit([replay], 6)
     protocol.assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_two_phase_commit_brokers_work_the_same(tmp_path: Path) -> None:
+    """KIP-939: with 2PC on the brokers and the producers, prepared transactions do not time out;
+    the protocol is unchanged."""
+    with MockCluster(num_brokers=1, enable_2pc=True) as kafka:
+        kafka.create_topic(TOPIC, partitions=1)
+        options = protocol.sink_options(kafka, TOPIC)
+        options = attrs.evolve(options, producer_settings={
+            **options.producer_settings, "transaction.two.phase.commit.enable": "true"})
+        winner = protocol.attempt(options, 0, 0, 0, ROWS)
+        loser = protocol.attempt(options, 0, 0, 1, [b"speculative"])
+        assert winner.state is not None and loser.state is not None
+        with protocol.committer(options) as driver:
+            driver.commit([winner], 0)
+        protocol.assert_settled(kafka, TOPIC, ROWS)
