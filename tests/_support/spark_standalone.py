@@ -22,14 +22,11 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests._support.spark_runner import kill_session
 
-__all__ = ["StandaloneCluster", "spark_home", "standalone"]
+__all__ = ["StandaloneCluster", "spark_home"]
 
 START_TIMEOUT_S = float(os.environ.get("SPARK_CLUSTER_START_TIMEOUT_S", "180"))
 
@@ -129,12 +126,3 @@ class StandaloneCluster:
     def remove(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-
-@pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """A master and two workers for the session (import this fixture into a tier's conftest)."""
-    cluster = StandaloneCluster(Path(tmp_path_factory.mktemp("standalone"))).start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()

@@ -24,9 +24,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests._support.spark_cluster_scenario import StreamScenario, check_outcome, run_stream_scenario
 from tests._support.spark_runner import SparkApp
-from tests._support.spark_standalone import StandaloneCluster, standalone
-
-__all__ = ["standalone"]
+from tests._support.spark_standalone import StandaloneCluster
 
 pytestmark = [pytest.mark.spark_cluster, pytest.mark.timeout(1500)]
 

@@ -15,7 +15,3 @@ import pytest
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
 if shutil.which("java") is None:
     pytest.skip("no java on PATH (Spark needs a JVM)", allow_module_level=True)
-
-from tests._support.spark_standalone import standalone
-
-__all__ = ["standalone"]
