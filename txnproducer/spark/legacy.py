@@ -23,6 +23,7 @@ from .state_topic import ANNOUNCEMENTS, StateTopic
 __all__ = ["finish_legacy_log"]
 
 _log = get_logger("txnproducer.spark")
+_warned: set[str] = set()
 
 
 def finish_legacy_log(options: SinkOptions, state: StateTopic) -> None:
@@ -30,8 +31,10 @@ def finish_legacy_log(options: SinkOptions, state: StateTopic) -> None:
     path = options.commit_log
     if path is None or not os.path.isdir(path):
         return
-    _log.warning("txn.spark_commit_log_deprecated", path=path,
-                 hint="the sink keeps its state in the Kafka topic state.topic; remove commit.log")
+    if path not in _warned:  # Spark creates the writer for every batch: say it once per process
+        _warned.add(path)
+        _log.warning("txn.spark_commit_log_deprecated", path=path,
+                     hint="the sink keeps its state in the Kafka topic state.topic; remove commit.log")
     log = CommitLog(path)
     settings, parallelism, timeout_s = (options.producer_settings, options.commit_parallelism,
                                         options.commit_timeout_s)
