@@ -150,7 +150,8 @@ def main() -> None:
         check = udf(fail_first_attempt, "string")
         lines = (spark.readStream.schema("value string").format("text")
                  .option("maxFilesPerTrigger", 1).load(args.input))
-        # the check runs in the writing task: a failure hits the sink mid-transaction
+        # the check runs in the writing task and fails it (whether the sink has sent rows by then
+        # is up to Spark's buffering; --task-faults strike mid-transaction by construction)
         query = (lines.repartition(2).select(check("value").alias("value"))
                  .writeStream.format("txnkafka").options(**options)
                  .option("checkpointLocation", args.checkpoint)
