@@ -24,6 +24,7 @@ from txnproducer.spark import committer as committer_module
 from txnproducer.spark.commit_log import CommitLog
 from txnproducer.spark.options import SinkOptions
 from txnproducer.spark.sink import TxnKafkaDataSource
+from txnproducer.spark.state_topic import close_shared_state_topic
 from txnproducer.testing import MockCluster
 
 TOPIC = protocol.TOPIC
@@ -166,3 +167,4 @@ def test_two_phase_commit_brokers_work_the_same(tmp_path: Path) -> None:
         with protocol.committer(options) as driver:
             driver.commit([winner], 0)
         protocol.assert_settled(kafka, TOPIC, ROWS)
+        close_shared_state_topic()

@@ -34,6 +34,7 @@ which only asks for all topics' metadata) before any task can read it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 import time
@@ -51,7 +52,7 @@ from ..config import ProducerConfig
 from ..errors import ConfigError, TimeoutError
 from .decision import Announcement, Decision
 
-__all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic", "shared_state_topic"]
+__all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic", "close_shared_state_topic", "shared_state_topic"]
 
 DECISIONS, ANNOUNCEMENTS = 0, 1
 _FIRST_STEP = 16  # records read per step of a backward scan, doubled each step
@@ -321,3 +322,15 @@ def shared_state_topic(settings: Mapping[str, str], topic: str, *, timeout_s: fl
         previous, _shared = _shared, (key, state)
     if previous is not None:
         previous[1].close()
+
+
+def close_shared_state_topic() -> None:
+    """Close the clients :func:`shared_state_topic` keeps (at exit, or when their cluster goes)."""
+    global _shared
+    with _shared_lock:
+        previous, _shared = _shared, None
+    if previous is not None:
+        previous[1].close()
+
+
+atexit.register(close_shared_state_topic)
