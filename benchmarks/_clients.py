@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a source tree
     sys.path.insert(0, str(ROOT))
 
+from _aio_clients import AIO_CLIENTS, run_aio  # noqa: E402
+
 from txnproducer.perf import (  # noqa: E402
     PerfResult,
     TxnClient,
@@ -34,6 +36,10 @@ from txnproducer.perf import (  # noqa: E402
 )
 
 CLIENTS = ("txnproducer", "kafka-python", "confluent-kafka")
+#: txnproducer on its pure-Python hot path (TXNPRODUCER_PURE_PYTHON=1 in the run's process; compare.py
+#: sets it), for the README's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
+PURE = "txnproducer-pure"
+OUR_CLIENTS = ("txnproducer", PURE)
 
 # records per transaction, default records per run, default time bound per run (seconds)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -76,6 +82,9 @@ class KafkaPythonClient:
     def commit(self) -> None:
         self.producer.commit_transaction()
 
+    def abort(self) -> None:
+        self.producer.abort_transaction()
+
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         from kafka.structs import OffsetAndMetadata
 
@@ -115,6 +124,9 @@ class ConfluentClient:
     def commit(self) -> None:
         self.producer.commit_transaction(BLOCK_TIMEOUT_S)
 
+    def abort(self) -> None:
+        self.producer.abort_transaction(BLOCK_TIMEOUT_S)
+
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         raise NotImplementedError("S4 with confluent-kafka is not part of the comparison")
 
@@ -123,14 +135,17 @@ class ConfluentClient:
 
 
 class OurClient(TxnProducerClient):
-    """TxnProducerClient plus what the S4 loop needs."""
+    """TxnProducerClient plus what the S4 loop and the failover stream need."""
+
+    def abort(self) -> None:
+        self.producer.abort_transaction()
 
     def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
         self.producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
 
 
 def make_client(name: str, bootstrap: str, transactional_id: str) -> Any:
-    if name == "txnproducer":
+    if name in OUR_CLIENTS:
         return OurClient(bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=LINGER_MS,
                          max_block_ms=int(BLOCK_TIMEOUT_S * 1000))
     if name == "kafka-python":
@@ -282,10 +297,16 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
     n = num_records or spec["num_records"]
     bound = max_seconds or spec["max_seconds"]
     txn_id = f"bench-{client_name}-{scenario}-{uuid.uuid4().hex[:8]}"
-    if scenario == "S4":
+    if client_name in AIO_CLIENTS:
+        if scenario == "S4":
+            return {"client": client_name, "scenario": scenario,
+                    "skipped": "S4 compares the sync consume-transform-produce loops"}
+        result = run_aio(client_name, bootstrap, txn_id, topic, n, RECORD_SIZE, spec["records_per_txn"],
+                         bound)
+    elif scenario == "S4":
         if input_topic is None:
             raise ValueError("S4 needs --input-topic (filled with records beforehand)")
-        if client_name == "txnproducer":
+        if client_name in OUR_CLIENTS:
             try:
                 result = run_eos_processor(bootstrap, input_topic, topic, n, bound)
             except ImportError:
@@ -311,6 +332,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             client.close()
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
+    out["client"] = client_name
     out["scenario"] = scenario
     if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
         out["cpus"] = sorted(os.sched_getaffinity(0))
@@ -319,7 +341,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", required=True, choices=CLIENTS)
+    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE, *AIO_CLIENTS))
     parser.add_argument("--scenario", required=True, choices=tuple(SCENARIOS))
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True, help="topic written (S4: the output topic)")
@@ -334,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CLIENTS", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
+__all__ = ["AIO_CLIENTS", "CLIENTS", "PURE", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
 
 if __name__ == "__main__":
     sys.exit(main())

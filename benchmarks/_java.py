@@ -20,12 +20,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "JavaUnavailable", "compile_bench", "java_classpath",
-           "java_command", "java_versions", "kafka_clients_version"]
+__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "STREAM_SOURCE", "JavaUnavailable", "compile_bench",
+           "java_classpath", "java_command", "java_versions", "kafka_clients_version", "stream_command"]
 
 JAVA_CLIENT = "java"
 JAVA_WARMUP_S = 3.0  # untimed seconds of the scenario's loop before a Java run is measured
 SOURCE = Path(__file__).resolve().parent / "java" / "TxnBench.java"
+STREAM_SOURCE = Path(__file__).resolve().parent / "java" / "TxnStream.java"  # failover.py's stream
 _CLIENTS_JAR = re.compile(r"kafka-clients-(\d[\w.\-]*)\.jar$")
 
 
@@ -60,18 +61,19 @@ def java_classpath(explicit: str | None, kafka_home: str | None) -> str:
     return classpath
 
 
-def compile_bench(classpath: str, out_dir: Path) -> Path:
-    """Compile TxnBench.java into ``out_dir``; returns the directory to add to the class path."""
+def compile_bench(classpath: str, out_dir: Path, source: Path = SOURCE) -> Path:
+    """Compile ``source`` (TxnBench.java by default) into ``out_dir``; returns the directory to add to
+    the class path."""
     javac = shutil.which("javac")
     if javac is None or shutil.which("java") is None:
         raise JavaUnavailable("the java client needs a JDK (javac and java on PATH)")
     try:
-        proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(SOURCE)],
+        proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(source)],
                               capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise JavaUnavailable(f"javac could not compile {SOURCE.name}: {exc}") from exc
+        raise JavaUnavailable(f"javac could not compile {source.name}: {exc}") from exc
     if proc.returncode != 0:
-        raise JavaUnavailable(f"javac failed on {SOURCE.name}: {proc.stderr.strip()[-1500:]}")
+        raise JavaUnavailable(f"javac failed on {source.name}: {proc.stderr.strip()[-1500:]}")
     return out_dir
 
 
@@ -85,6 +87,13 @@ def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, reco
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
             str(records_per_txn), str(num_records), str(max_seconds), str(record_size),
             str(warmup_seconds)]
+
+
+def stream_command(classpath: str, classes: Path, bootstrap: str, topic: str, transactional_id: str,
+                   records_per_txn: int, interval_ms: float) -> list[str]:
+    """The Java client's failover stream (``TxnStream.java``), with the JVM's defaults."""
+    return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnStream", bootstrap, topic,
+            transactional_id, str(records_per_txn), str(int(interval_ms))]
 
 
 def kafka_clients_version(classpath: str) -> str | None:

@@ -14,7 +14,9 @@ broker (log growth, JIT, page cache) hits every client alike; every run is its o
 
 ``--clients txnproducer,kafka-python,confluent-kafka,java`` adds the Java client as a reference
 (S1-S3; needs a JDK and Kafka's client jars from ``--kafka-home``, ``$KAFKA_HOME`` or
-``--java-classpath``; see ``_java.py``).
+``--java-classpath``; see ``_java.py``). ``--clients txnproducer-aio,confluent-aio,aiokafka
+--scenarios S2,S3`` compares the asyncio clients (``_aio_clients.py``); the ratios are then
+against ``txnproducer-aio``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ if str(ROOT) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _clients import CLIENTS, RECORD_SIZE, SCENARIOS  # noqa: E402
+from _clients import AIO_CLIENTS, CLIENTS, PURE, RECORD_SIZE, SCENARIOS  # noqa: E402
 from _java import (  # noqa: E402
     JAVA_CLIENT,
     JAVA_WARMUP_S,
@@ -59,7 +61,8 @@ from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 
 PARTITIONS = 3
 OURS = "txnproducer"
-ALL_CLIENTS = (*CLIENTS, JAVA_CLIENT)
+OURS_AIO = "txnproducer-aio"
+ALL_CLIENTS = (*CLIENTS, PURE, *AIO_CLIENTS, JAVA_CLIENT)
 
 # (scenario, metric key, label, higher is better)
 METRICS: list[tuple[str, str, str, bool]] = [
@@ -197,10 +200,15 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd += ["--num-records", str(num_records)]
         if input_topic is not None:
             cmd += ["--input-topic", input_topic]
+    env = dict(os.environ)
+    env.pop("TXNPRODUCER_PURE_PYTHON", None)
+    if client == PURE:  # txnproducer on its pure-Python hot path
+        env["TXNPRODUCER_PURE_PYTHON"] = "1"
     started = time.monotonic()
     try:
         with pinned(cpus):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False,
+                                  env=env)
     except subprocess.TimeoutExpired:
         return {"client": client, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
     wall = time.monotonic() - started
@@ -244,8 +252,14 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.1f}"
 
 
+def ours_of(clients: list[str]) -> str:
+    """The client the ratios are against: the asyncio one when it runs (an asyncio comparison)."""
+    return OURS_AIO if OURS_AIO in clients else OURS
+
+
 def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[str]) -> str:
-    others = [c for c in clients if c != OURS]
+    ours_name = ours_of(clients)
+    others = [c for c in clients if c != ours_name]
     head = ["metric (median)", *clients, *[f"ours vs {c}" for c in others]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for scenario, key, label, higher in METRICS:
@@ -253,7 +267,7 @@ def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[st
         if not row:
             continue
         cells = [_fmt(row.get(c, {}).get(key)) for c in clients]
-        ours = row.get(OURS, {}).get(key)
+        ours = row.get(ours_name, {}).get(key)
         ratios = []
         for other in others:
             r = ratio(ours, row.get(other, {}).get(key), higher)
@@ -279,7 +293,8 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
               ("S4", "records_per_s", "S4: consume-transform-produce records/s")]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39",
-              JAVA_CLIENT: "#5b8c3a"}
+              JAVA_CLIENT: "#5b8c3a", "txnproducer-aio": "#2a7ab9", "confluent-aio": "#e07b39",
+              "aiokafka": "#8e6bb8"}
     for ax, (scenario, key, panel_title) in zip(axes.flat, panels, strict=True):
         ax.set_title(panel_title, fontsize=10)
         row = med.get(scenario, {})
@@ -309,7 +324,8 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for name, module in (("kafka-python", "kafka"), ("confluent-kafka", "confluent_kafka")):
+    for name, module in (("kafka-python", "kafka"), ("confluent-kafka", "confluent_kafka"),
+                         ("aiokafka", "aiokafka")):
         try:
             out[name] = __import__(module).__version__
         except Exception as exc:  # a missing client is reported, not fatal
@@ -336,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help="comma-separated (default the three Python clients; add 'java' for the "
-                             "Java client as a reference)")
+                             "Java client as a reference, 'txnproducer-pure' for ours on its pure-Python "
+                             "hot path; txnproducer-aio,confluent-aio,aiokafka for the asyncio clients)")
     parser.add_argument("--java-classpath",
                         help="class path with Kafka's client jars for the java client (default "
                              "<--kafka-home or $KAFKA_HOME>/libs/*)")

@@ -218,9 +218,15 @@ def run_demo(bootstrap: str | None = None, inputs: int = 3000, transaction_versi
             print(f"FAILED: a processor raised {failures[0]!r}", file=out)
             return False
 
-        committed = read_output(servers, out_topic, "read_committed")
-        everything = read_output(servers, out_topic, "read_uncommitted")
+        return check_output(servers, out_topic, ends, inputs, out)
 
+
+def check_output(servers: str, out_topic: str, ends: dict[TopicPartition, int], inputs: int,
+                 out: TextIO) -> bool:
+    """Print what read_committed and read_uncommitted consumers see; True if the committed output
+    holds each input (partition:offset up to ``ends``) exactly once, transformed."""
+    committed = read_output(servers, out_topic, "read_committed")
+    everything = read_output(servers, out_topic, "read_uncommitted")
     origins = [r.key.decode() for r in committed]
     expected = {f"{tp.partition}:{o}" for tp, n in ends.items() for o in range(n)}
     duplicates = len(origins) - len(set(origins))
@@ -236,13 +242,18 @@ def run_demo(bootstrap: str | None = None, inputs: int = 3000, transaction_versi
     return ok
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options (also the asyncio example's)."""
     parser.add_argument("--inputs", type=int, default=3000, help="number of input records (default 3000)")
     parser.add_argument("--bootstrap", help="bootstrap servers of a real Kafka (default: "
                         "$KAFKA_BOOTSTRAP_SERVERS or an embedded MockCluster)")
     parser.add_argument("--transaction-version", type=int, choices=(1, 2), default=2,
                         help="transaction.version of the embedded MockCluster (default 2)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    demo_arguments(parser)
     args = parser.parse_args(argv)
     # txnproducer logs through structlog; an application chooses the level. Errors only here: the
     # deliberate crash logs warnings that would only distract.

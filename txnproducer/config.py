@@ -55,7 +55,7 @@ from txnproducer._internal.config_checks import (
     to_upper,
     token_provider,
 )
-from txnproducer._internal.config_names import coerce_text, normalize_keys
+from txnproducer._internal.config_names import coerce_text, normalize_keys, redacted
 from txnproducer.errors import ConfigError
 
 __all__ = ["COMPRESSION_TYPES", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "ProducerConfig"]
@@ -463,6 +463,12 @@ class ProducerConfig:
         attr = attrs.fields_dict(cls)[key]
         java: str = attr.metadata.get("java") or key.replace("_", ".")
         return java
+
+    @classmethod
+    def redacted(cls, mapping: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of a settings mapping (either spelling) with every secret's value replaced by
+        ``<redacted>``: for reprs and log lines of objects that carry raw settings."""
+        return redacted(cls, mapping)
 
     @classmethod
     def describe(cls) -> list[tuple[str, str, object, str]]:

@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TextIO
 
+from txnproducer._internal import accel
+
 __all__ = [
     "PerfResult",
     "TxnClient",
@@ -183,6 +185,7 @@ class PerfResult:
                         f"{self.extra['records_per_batch']:.1f} records/batch")
             if "batches_per_request" in self.extra:
                 batching += f", {self.extra['batches_per_request']:.2f} batches/request"
+        path = f"; hot path: {self.extra['hot_path']}" if "hot_path" in self.extra else ""
         return (
             f"{self.client}: {self.records} records in {self.transactions} transactions, "
             f"{self.elapsed_s:.2f} s: {self.records_per_s:,.0f} records/s, {self.mb_per_s:.2f} MB/s, "
@@ -192,6 +195,7 @@ class PerfResult:
             + (f"; CPU {self.cpu_us_per_record:.1f} us/record "
                f"({self.app_cpu_s / self.records * 1e6:.1f} in the sending thread)"
                if self.records and self.cpu_s else "")
+            + path
         )
 
 
@@ -332,7 +336,8 @@ class TxnProducerClient:
 def producer_diagnostics(producer: Any) -> dict[str, Any]:
     """Transaction version and batching figures: records per batch explains most throughput changes
     (each Produce request has a fixed cost in the Sender thread)."""
-    out: dict[str, Any] = {"transaction_version": producer.transaction_version}
+    out: dict[str, Any] = {"transaction_version": producer.transaction_version,
+                           "hot_path": accel.PATH, "hot_path_detail": accel.REASON}
     metrics = producer.metrics()
     batches = metrics.get("batches_sent", 0.0)
     requests = metrics.get("produce_requests_sent", 0.0)
@@ -412,12 +417,16 @@ def _stop_process(proc: subprocess.Popen[str]) -> None:
         proc.wait(MOCK_STOP_TIMEOUT_S)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
-    """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off."""
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0,
+                 **security: Any) -> None:
+    """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off.
+    ``security``: the producer's ``security_protocol``/``ssl_*``/``sasl_*`` settings, for the admin client."""
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000))
+    admin_keys = KafkaAdminClient.DEFAULT_CONFIG
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
+                             **{k: v for k, v in security.items() if k in admin_keys})
     try:
         admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
     except TopicAlreadyExistsError:
@@ -430,8 +439,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
 def bootstrap_for(args: argparse.Namespace, topics: Sequence[str]) -> Iterator[str]:
     """The ``--bootstrap`` cluster (topics created there), else a fresh standalone mock cluster."""
     if args.bootstrap:
+        security = {k: v for k, v in extra_settings(args).items()
+                    if k == "security_protocol" or k.startswith(("ssl_", "sasl_"))}
         for topic in topics:
-            create_topic(args.bootstrap, topic, args.partitions)
+            create_topic(args.bootstrap, topic, args.partitions, **security)
         yield args.bootstrap
         return
     with mock_cluster_process(args.brokers, args.transaction_version, args.partitions, topics,
@@ -490,6 +501,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the started MockCluster skips CRC validation (less broker CPU)")
     parser.add_argument("--max-seconds", type=float, default=None,
                         help="stop at the first transaction boundary after this long")
+    parser.add_argument("--producer-props", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="more producer settings, Java or Python names (security.protocol=SASL_SSL ...); "
+                             "they win over the options above")
+    parser.add_argument("--producer.config", "--producer-config", dest="producer_config", default=None,
+                        metavar="FILE", help="a Java .properties file of producer settings (a secured "
+                                             "cluster's, say); --producer-props win over it")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
@@ -504,6 +521,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def extra_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``--producer.config`` then ``--producer-props``, in Python names (ConfigError on a bad key)."""
+    from txnproducer._internal.config_names import coerce_text
+    from txnproducer._internal.properties_file import load_properties, parse_properties
+    from txnproducer.config import ProducerConfig
+
+    given = load_properties(args.producer_config) if args.producer_config else {}
+    given.update(parse_properties("\n".join(args.producer_props), "--producer-props"))
+    return {key: coerce_text(ProducerConfig, key, value)
+            for key, value in ProducerConfig.normalize_keys(given).items()}
+
+
 def producer_settings(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
     """TransactionalProducer settings for the parsed options."""
     return {
@@ -513,6 +542,7 @@ def producer_settings(args: argparse.Namespace, bootstrap: str) -> dict[str, Any
         "batch_size": args.batch_size,
         "buffer_memory": args.buffer_memory,
         "compression_type": args.compression,
+        **extra_settings(args),
     }
 
 

@@ -27,19 +27,23 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
+from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.partitioner import (
+    RECORD_OVERHEAD,
     StickyPartition,
     StickyPartitioner,
     key_partition,
     known_partition,
 )
+from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 from txnproducer.prepared import PreparedTxnState
@@ -52,9 +56,6 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records h
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
-# what a record adds to a batch besides its key, value and headers (length varints, deltas,
-# attributes): an estimate for the sticky partitioner's byte count, as Java's appendedBytes
-_RECORD_OVERHEAD = 10
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -82,6 +83,8 @@ class TransactionalProducer:
             config = config.with_overrides(**settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
+        # send()'s bound on waiting for buffer memory (0: never wait, for txnproducer.aio)
+        self._send_block_s = self._max_block_s
         self._log = get_logger("txnproducer.producer").bind(
             transactional_id=config.transactional_id)
         self._metrics = ProducerMetrics()
@@ -129,6 +132,17 @@ class TransactionalProducer:
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self._closed = False
+        # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
+        # changed nothing, for every case it does not take, and send() below goes on as without it
+        self._fast_send: Callable[[str, Any, Any, Any], RecordFuture | None] | None = None
+        # (not with a custom partitioner or value serializer: every record would be handed back)
+        if _SPEEDUPS is not None and self._acc.appender is not None and self._partitioner is None \
+                and self._plain_values:
+            self._fast_send = _SPEEDUPS.SendPath(
+                self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
+                self._sticky.current_by_topic, config.batch_size, self._tps,
+                self._acc.appender, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
+                self._plain_keys, self._plain_values, self._partitioner is None, StickyPartition)
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:
@@ -190,12 +204,7 @@ class TransactionalProducer:
             bound, name = timeout, bound_name
         else:
             bound, name = self._bound(timeout)
-        with self._lock:
-            result = self._pending.get(op)
-            if result is None:
-                result = start()
-                self._pending[op] = result
-        self._sender.wakeup()
+        result = self._start_op(op, start)
         try:
             result.wait(bound, name)
         except errors.TimeoutError:
@@ -204,6 +213,17 @@ class TransactionalProducer:
             self._forget(op, result)
             raise
         self._forget(op, result)
+
+    def _start_op(self, op: str,
+                  start: Callable[[], TransactionalRequestResult]) -> TransactionalRequestResult:
+        """The result of ``op`` still pending from an earlier call, else of a new ``start()``."""
+        with self._lock:
+            result: TransactionalRequestResult | None = self._pending.get(op)
+            if result is None:
+                result = start()
+                self._pending[op] = result
+        self._sender.wakeup()
+        return result
 
     def _forget(self, op: str, result: Any) -> None:
         with self._lock:
@@ -259,6 +279,14 @@ class TransactionalProducer:
         FatalError, IllegalStateError, TimeoutError, ClosedError.
         """
         self._check_open("send_offsets_to_transaction")
+        converted, gm = self._offsets_args(offsets, group_metadata)
+        self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
+
+    @staticmethod
+    def _offsets_args(offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                      group_metadata: ConsumerGroupMetadata | str
+                      ) -> tuple[dict[TopicPartition, OffsetAndMetadata], ConsumerGroupMetadata]:
+        """send_offsets_to_transaction()'s arguments checked (ConfigError) and converted."""
         if isinstance(group_metadata, str):
             group_metadata = ConsumerGroupMetadata(group_id=group_metadata)
         elif not isinstance(group_metadata, ConsumerGroupMetadata) or not group_metadata.group_id:
@@ -275,8 +303,7 @@ class TransactionalProducer:
                 raise errors.ConfigError(
                     f"offsets values must be OffsetAndMetadata or int >= 0, got {offset!r} for {tp!r}")
             converted[TopicPartition(tp[0], tp[1])] = offset
-        gm = group_metadata
-        self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
+        return converted, group_metadata
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every record of the transaction, then commit it atomically.
@@ -370,6 +397,11 @@ class TransactionalProducer:
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
+        fast = self._fast_send
+        if fast is not None and partition is None and headers is None:
+            future = fast(topic, value, key, timestamp_ms)
+            if future is not None:
+                return future
         if self._closed or self._sender.crashed is not None:
             self._check_open("send")
         if self._tm.state is not _IN_TRANSACTION:  # lock-free fast path; the TM re-checks
@@ -394,7 +426,7 @@ class TransactionalProducer:
             parts = self._wait_for_partitions(topic, deadline)
             max_block_s = max(0.0, deadline - time.monotonic())
         else:
-            max_block_s = self._max_block_s
+            max_block_s = self._send_block_s
         sticky: StickyPartition | None = None
         if partition is None and key_bytes is None and self._partitioner is None:
             sticky = self._sticky.current(topic, parts)  # keyless: the built-in partitioner
@@ -410,7 +442,7 @@ class TransactionalProducer:
             self._tm.add_partition(tp)
             self._added.add(tp)
         if sticky is not None:
-            size = _RECORD_OVERHEAD
+            size = RECORD_OVERHEAD
             if key_bytes is not None:
                 size += len(key_bytes)
             if value_bytes is not None:
@@ -533,13 +565,9 @@ class TransactionalProducer:
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
         fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
         bound, _ = self._bound(timeout)
-        self._acc.close()
-        self._sender.initiate_close(force=bound == 0)
+        if not self._begin_close(bound):
+            return
         if threading.current_thread() is self._sender:
             return  # called from a callback: the Sender finishes closing after it returns
         self._sender.join(bound)
@@ -547,6 +575,16 @@ class TransactionalProducer:
             self._log.warning("txn.close_forced", timeout_s=bound)
             self._sender.initiate_close(force=True)
             self._sender.join(max(5.0, self._config.request_timeout_ms / 1000))
+
+    def _begin_close(self, bound: float) -> bool:
+        """What close() does without waiting; False if the producer was closed already."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        self._acc.close()
+        self._sender.initiate_close(force=bound == 0)
+        return True
 
     def __enter__(self) -> TransactionalProducer:
         return self

@@ -97,7 +97,17 @@ def metadata_has_broker(bootstrap: str, timeout_s: float) -> bool:
 
 
 class KafkaHomeBroker:
-    """One KRaft node (broker + controller) run from an unpacked Kafka distribution."""
+    """One KRaft node (broker + controller) run from an unpacked Kafka distribution.
+
+    ``start()`` formats, launches and waits. A cluster of several nodes (``kafka_cluster.py``) uses
+    the hooks apart: ``adjust_properties`` (node id, quorum voters, replication), ``format_args``
+    (a static quorum formats without ``--standalone``), ``format_storage(cluster_id)`` with one id
+    for every node, ``launch()`` without waiting (a quorum starts only when most of its voters run),
+    ``wait_ready()`` and ``is_ready()``, and ``heap_opts``.
+    """
+
+    # KAFKA_HEAP_OPTS unless the environment sets it; several nodes on one machine want less each.
+    heap_opts = "-Xmx512M -Xms256M"
 
     def __init__(self, kafka_home: Path, workdir: Path) -> None:
         self.kafka_home = kafka_home
@@ -136,48 +146,78 @@ class KafkaHomeBroker:
             # the transaction-timeout test waits for the coordinator's abort: check every second, not 10 s
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         }
+        lines = self.adjust_properties(lines)
         return "".join(f"{k}={v}\n" for k, v in lines.items())
 
-    def start(self) -> None:
-        started = time.monotonic()
-        props = self.workdir / "server.properties"
-        props.write_text(self.properties())
+    def adjust_properties(self, lines: dict[str, str]) -> dict[str, str]:
+        """Hook: the final server.properties (a mapping, in order); this node's as it is."""
+        return lines
+
+    def format_args(self) -> list[str]:
+        """Hook: how ``kafka-storage.sh format`` makes the quorum; one node is its own (dynamic) quorum."""
+        return ["--standalone"]
+
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.setdefault("KAFKA_HEAP_OPTS", "-Xmx512M -Xms256M")
+        env.setdefault("KAFKA_HEAP_OPTS", self.heap_opts)
         # kafka-run-class.sh's default JMX options open an RMI port on every interface
         env.setdefault("KAFKA_JMX_OPTS", "-Djava.rmi.server.hostname=127.0.0.1")
         env["LOG_DIR"] = str(self.workdir / "logs")
-        bin_dir = self.kafka_home / "bin"
+        return env
+
+    def start(self) -> None:
+        started = time.monotonic()
+        self.format_storage()
+        self.launch()
+        self.wait_ready()
+        self.startup_seconds = time.monotonic() - started
+
+    def format_storage(self, cluster_id: str | None = None) -> None:
+        """Write server.properties and format the log directory (once, before the first launch)."""
+        props = self.workdir / "server.properties"
+        props.write_text(self.properties())
         fmt = subprocess.run(
-            [str(bin_dir / "kafka-storage.sh"), "format", "--standalone", "-t", random_cluster_id(),
-             "-c", str(props), *feature_args()],
-            env=env, capture_output=True, timeout=BROKER_START_TIMEOUT_S, check=False,
+            [str(self.kafka_home / "bin" / "kafka-storage.sh"), "format", *self.format_args(),
+             "-t", cluster_id or random_cluster_id(), "-c", str(props), *feature_args()],
+            env=self._env(), capture_output=True, timeout=BROKER_START_TIMEOUT_S, check=False,
         )  # fmt: skip
         if fmt.returncode != 0:
             raise RuntimeError(
                 f"kafka-storage.sh format failed: {fmt.stderr.decode(errors='replace')[-2000:]}"
             )
-        with open(self._stdout_path, "wb") as out:
+
+    def launch(self) -> None:
+        """Start the (formatted) node in a new process session, without waiting for it; the output of
+        every launch is appended to ``server.out``."""
+        props = self.workdir / "server.properties"
+        with open(self._stdout_path, "ab") as out:
             self.process = subprocess.Popen(
-                [str(bin_dir / "kafka-server-start.sh"), str(props)],
-                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                [str(self.kafka_home / "bin" / "kafka-server-start.sh"), str(props)],
+                env=self._env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        deadline = time.monotonic() + BROKER_START_TIMEOUT_S
+
+    def is_ready(self) -> bool:
+        """Hook: the node answers (ApiVersions) and the cluster lists a broker."""
+        return api_versions_ok("127.0.0.1", self.port, 1.0) and metadata_has_broker(self.bootstrap, 5.0)
+
+    def wait_ready(self, timeout_s: float = BROKER_START_TIMEOUT_S) -> None:
+        """Until :meth:`is_ready`, bounded by ``timeout_s``; the node is stopped if it never is."""
+        assert self.process is not None, "launch() first"
+        deadline = time.monotonic() + timeout_s
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(
                     f"Kafka exited with code {self.process.returncode} during startup:\n{self._tail()}"
                 )
-            if api_versions_ok("127.0.0.1", self.port, 1.0) and metadata_has_broker(self.bootstrap, 5.0):
+            if self.is_ready():
                 break
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
-                    f"Kafka did not answer within {BROKER_START_TIMEOUT_S:.0f}s:\n{self._tail()}"
+                    f"Kafka did not answer within {timeout_s:.0f}s:\n{self._tail()}"
                 )
             # Readiness polling of an external process: there is no event to wait on.
             time.sleep(0.25)
-        self.startup_seconds = time.monotonic() - started
 
     def _tail(self, lines: int = 30) -> str:
         try:
@@ -196,5 +236,3 @@ class KafkaHomeBroker:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-
-

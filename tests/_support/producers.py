@@ -18,17 +18,20 @@ TEST_DEFAULTS: dict[str, Any] = {"max_block_ms": 10_000, "request_timeout_ms": 5
 
 class ProducerFactory:
     """``make(txn_id=None, cluster=None, **settings)`` builds a producer on ``cluster`` (default: the
-    factory's) with the test defaults, overridable per module and per call; ``close_all`` closes them."""
+    factory's) with the test defaults, overridable per module and per call; ``close_all`` closes them.
+    ``producer_class`` is what it builds (tests/_support/aio.py builds the async producer)."""
+
+    producer_class: Any = TransactionalProducer
 
     def __init__(self, cluster: MockCluster, default_txn_id: str, **defaults: Any) -> None:
         self._cluster = cluster
         self._default_txn_id = default_txn_id
         self._defaults = {**TEST_DEFAULTS, **defaults}
-        self.producers: list[TransactionalProducer] = []
+        self.producers: list[Any] = []
 
     def __call__(self, txn_id: str | None = None, cluster: MockCluster | None = None,
-                 **settings: Any) -> TransactionalProducer:
-        producer = TransactionalProducer(
+                 **settings: Any) -> Any:
+        producer = self.producer_class(
             bootstrap_servers=(cluster or self._cluster).bootstrap_servers,
             transactional_id=txn_id or self._default_txn_id, **{**self._defaults, **settings})
         self.producers.append(producer)
@@ -36,7 +39,11 @@ class ProducerFactory:
 
     def close_all(self, timeout: float) -> None:
         for producer in self.producers:
-            producer.close(timeout)
+            self.close(producer, timeout)
+
+    @staticmethod
+    def close(producer: Any, timeout: float) -> None:
+        producer.close(timeout)
 
 
 def committed_values(cluster: MockCluster, topic: str, partition: int) -> list[bytes]:
@@ -61,3 +68,17 @@ def read_committed_via_kafka_python(cluster: MockCluster, topic: str, partitions
     finally:
         consumer.close()
     return values
+
+
+def partition_runs(partitions: list[int]) -> list[int]:
+    """Lengths of the runs of consecutive records sent to one partition (the sticky partitioner's
+    trail): ``[0, 0, 2, 0] -> [2, 1, 1]``."""
+    runs: list[int] = []
+    previous = None
+    for p in partitions:
+        if p == previous:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        previous = p
+    return runs

@@ -169,6 +169,8 @@ def _check_future(rid: RecordId, key: tuple[str, int], sent: SentRecord, where: 
     if misplaced:
         report.flag("future_mismatch", f"{rid}: sent to {topic}-{sent.partition}, visible in "
                                        f"{topic}-{misplaced[0]}", key)
+    elif sent.orphaned:
+        return  # its process died before the future said anything
     elif sent.error is not None:
         report.flag("future_mismatch", f"{rid}: visible at {where[0]}, but its future failed: {sent.error}",
                     key)
@@ -201,6 +203,8 @@ def _check_timing(ledger: Ledger, entries: list[TxnEntry], slack_s: float, repor
             report.flag("blocked", f"{call.producer}#{call.txn} {call.call} took {call.elapsed_s:.2f}s, "
                                    f"bound {call.bound_s:.2f}s ({call.error or 'returned'})", key)
     for rid, entry, sent in iter_records(entries):
+        if sent.orphaned:
+            continue
         took = math.inf if sent.resolved_at is None else sent.resolved_at - sent.sent_at
         if took > sent.bound_s + slack_s:
             report.flag("blocked", f"{rid}: future resolved after {took:.2f}s, bound {sent.bound_s:.2f}s "

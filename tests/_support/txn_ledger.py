@@ -75,6 +75,9 @@ class SentRecord:
     acked: tuple[int, int] | None = None  # (partition, offset) a successful future reported
     error: str | None = None  # repr of a failed future's exception
     resolved_at: float | None = None
+    # the application's process was killed (-9) before the future resolved: it reported nothing, and no
+    # bound applies; the transaction's outcome still decides whether the record may be visible
+    orphaned: bool = False
 
 
 @attrs.define
@@ -183,6 +186,11 @@ class Ledger:
               expected: bool = True) -> None:
         with self._lock:
             self.errors.append(ErrorEvent(producer, txn, call, repr(exc), calm, expected))
+
+    def add(self, entry: TxnEntry) -> None:
+        """Take a transaction observed elsewhere (another process's journal, ``txn_journal.py``)."""
+        with self._lock:
+            self._txns[entry.key] = entry
 
     # -- read by the checker -------------------------------------------------------------------------
 

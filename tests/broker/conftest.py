@@ -31,6 +31,7 @@ from tests._support.kafka_home import (
     free_port,
     metadata_has_broker,
 )
+from tests._support.secrets_scan import debug_everywhere  # noqa: F401  (a fixture for the secrets scans)
 
 _HERE = Path(__file__).parent
 KAFKA_DOCKER_IMAGE = os.environ.get("KAFKA_DOCKER_IMAGE", "apache/kafka:4.1.0")

@@ -27,7 +27,15 @@ from txnproducer._internal import sender as sender_module
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 
-__all__ = ["PLANTED", "PlantedBug"]
+__all__ = ["FIRED", "PLANTED", "PlantedBug"]
+
+#: how often each planted bug actually did its damage in this process (a run whose faults never gave
+#: the bug its chance proves nothing either way)
+FIRED: dict[str, int] = {}
+
+
+def _fired(name: str) -> None:
+    FIRED[name] = FIRED.get(name, 0) + 1
 
 
 @attrs.frozen
@@ -41,8 +49,10 @@ class PlantedBug:
 def _keep_old_epoch(mp: pytest.MonkeyPatch) -> None:
     original = TransactionManager.transaction_ended
 
-    def transaction_ended(self: TransactionManager, producer_id: int, epoch: int) -> None:
-        original(self, -1, -1)  # as if EndTxn had returned no producer id/epoch: the old ones stay
+    def transaction_ended(self: TransactionManager, producer_id: int, epoch: int, *rest: Any) -> Any:
+        _fired("wrong_epoch")
+        # as if EndTxn had returned no producer id/epoch: the old ones stay
+        return original(self, -1, -1, *rest)
 
     mp.setattr(TransactionManager, "transaction_ended", transaction_ended)
 
@@ -51,6 +61,8 @@ def _end_txn_early(mp: pytest.MonkeyPatch) -> None:
     original = TransactionManager.next_request
 
     def next_request(self: TransactionManager, has_incomplete_batches: Any) -> Any:
+        if has_incomplete_batches:
+            _fired("end_txn_early")
         return original(self, False)  # EndTxn no longer waits for the transaction's batches
 
     mp.setattr(TransactionManager, "next_request", next_request)
@@ -62,6 +74,7 @@ def _drop_retry(mp: pytest.MonkeyPatch) -> None:
     def retry_or_fail(self: Sender, batch: Any, code: int, message: str | None, record_errors: Any,
                       log_start_offset: int | None = None) -> None:
         if batch.final_state is None and code in sender_module._RETRIABLE:
+            _fired("drop_retry")
             self._complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
             return
         original(self, batch, code, message, record_errors, log_start_offset)

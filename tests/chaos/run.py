@@ -39,7 +39,7 @@ from tests.chaos.scheduler import FAULT_KINDS, FaultScheduler
 from tests.chaos.story import batch_owners, request_story, topic_names
 from txnproducer.testing import MockCluster
 
-__all__ = ["ChaosResult", "ChaosSettings", "run_chaos"]
+__all__ = ["ChaosResult", "ChaosSettings", "hanging_partitions", "run_chaos"]
 
 OUT, IN, EOS_OUT = "chaos-out", "chaos-in", "chaos-eos-out"
 TOPICS = {OUT: 6, IN: 4, EOS_OUT: 4}  # the pipeline's output has its input's partitions
@@ -260,7 +260,7 @@ class _Run:
         output = (read_all(self.bootstrap, EOS_OUT, TOPICS[EOS_OUT], "read_committed", READ_WAIT_S)
                   if self.group.names else None)
         return check(self.ledger, seen, self.settings.slack_s, eos_input=inputs, eos_output=output,
-                     eos_transactional_ids=self.eos_ids, hanging=_hanging(self.bootstrap))
+                     eos_transactional_ids=self.eos_ids, hanging=hanging_partitions(self.bootstrap))
 
     def tell_story(self, result: ChaosResult, story_dir: Path | None) -> None:
         owners = batch_owners(self.cluster, result.report.places)
@@ -286,10 +286,10 @@ def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: i
     return EosGroup(threads, [f"p{i}" for i in range(processors)], ledger, overrides, known)
 
 
-def _hanging(bootstrap: str) -> list[str]:
+def hanging_partitions(bootstrap: str, topics: dict[str, int] = TOPICS) -> list[str]:
     """Partitions whose last stable offset is below the high watermark: a transaction still open."""
     out = []
-    for topic, partitions in TOPICS.items():
+    for topic, partitions in topics.items():
         lso = end_offsets(bootstrap, topic, partitions, "read_committed")
         hw = end_offsets(bootstrap, topic, partitions, "read_uncommitted")
         out += [f"{topic}-{p} (LSO {lso[p]} < HW {hw[p]})" for p in range(partitions) if lso[p] < hw[p]]

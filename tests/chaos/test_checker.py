@@ -153,6 +153,21 @@ def test_calls_and_futures_past_their_bound() -> None:
     assert anomalies(ledger, visible) == {"blocked": 3}
 
 
+def test_records_of_a_killed_process_are_judged_by_the_outcome_alone() -> None:
+    """An orphaned record (its process was killed -9 before the future resolved) has no bound and no
+    future to compare; whether it may be visible is still its transaction's outcome."""
+    ledger = Ledger()
+    unknown = txn(ledger, 0, [0, 1], Outcome.UNKNOWN)
+    aborted = txn(ledger, 1, [2], Outcome.ABORTED)
+    for entry in (unknown, aborted):
+        for record in entry.records:
+            record.acked, record.resolved_at, record.orphaned = None, None, True
+    assert anomalies(ledger, seen(("w0", 0, 0, 0), ("w0", 0, 1, 1))) == {}
+    assert anomalies(ledger, seen(("w0", 0, 0, 0), ("w0", 1, 0, 2))) == {"torn": 1, "aborted_visible": 1}
+    unknown.records[0].partition = 1  # sent to partition 1, visible in 0: still wrong
+    assert anomalies(ledger, seen(("w0", 0, 0, 0), ("w0", 0, 1, 1))) == {"future_mismatch": 1}
+
+
 def test_records_no_ledger_accounts_for() -> None:
     ledger = Ledger()
     txn(ledger, 0, [0], Outcome.COMMITTED)

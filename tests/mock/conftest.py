@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests._support.secrets_scan import debug_everywhere  # noqa: F401  (a fixture for the secrets scans)
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient

@@ -7,22 +7,11 @@ MockCluster in both transaction versions and checks that it says so.
 
 from __future__ import annotations
 
-import importlib.util
 import io
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "consume_transform_produce.py"
-
-
-def load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("consume_transform_produce", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests._support.examples import load_example
 
 
 @pytest.mark.parametrize("transaction_version", [1, 2], ids=["tv1", "tv2"])
@@ -30,7 +19,8 @@ def test_example_reports_each_input_exactly_once(monkeypatch: pytest.MonkeyPatch
                                                  transaction_version: int) -> None:
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     out = io.StringIO()
-    ok = load_example().run_demo(inputs=900, transaction_version=transaction_version, out=out)
+    example = load_example("consume_transform_produce")
+    ok = example.run_demo(inputs=900, transaction_version=transaction_version, out=out)
     text = out.getvalue()
     assert ok, text
     assert "Killed alpha mid-transaction" in text

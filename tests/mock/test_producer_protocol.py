@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests._support.producers import ProducerFactory, committed_values
+from tests._support.producers import ProducerFactory, committed_values, partition_runs
 from txnproducer import errors
 from txnproducer.testing import MockCluster
 
@@ -132,14 +132,7 @@ def test_keyless_records_switch_partition_by_bytes_produced_whatever_linger_does
             future = producer.send("spread", value)
             producer.flush(5)
             partitions.append(future.get(5).partition)
-    runs: list[int] = []  # lengths of consecutive records on one partition
-    previous = None
-    for p in partitions:
-        if p == previous:
-            runs[-1] += 1
-        else:
-            runs.append(1)
-        previous = p
+    runs = partition_runs(partitions)
     # each partition got batch_size bytes (every flush leaves its last batch full), then the next
     # sticky partition is random: it may be the same one, so a run is a whole multiple of that
     assert all(run % 10 == 0 for run in runs[:-1]), runs
@@ -187,20 +180,25 @@ def test_invalid_producer_id_mapping_raises_its_documented_class(
 
 
 @TVS
+@pytest.mark.parametrize(("code", "name"), [(87, "INVALID_RECORD"), (48, "INVALID_TXN_STATE")])
 def test_a_batch_refused_with_an_unmapped_code_fails_its_records_with_an_abortable_error(
-        mock_cluster: MockCluster, make_producer: Any) -> None:
-    """INVALID_RECORD has no class of its own: the record's future fails with
-    ProduceRejectedError (abortable, not retriable: the same bytes would be refused again)."""
+        mock_cluster: MockCluster, make_producer: Any, code: int, name: str) -> None:
+    """INVALID_RECORD has no class of its own: the record's future fails with ProduceRejectedError
+    (abortable, not retriable: the same bytes would be refused again). INVALID_TXN_STATE on a Produce (a
+    broker's answer to a partition not added to the transaction) makes the transaction abortable, as in
+    the Java client, so the future must not say "fatal, close the producer" (InvalidTxnStateError is a
+    FatalError) either. The abort works and the producer goes on."""
     mock_cluster.create_topic("t", partitions=1)
     producer = make_producer()
     producer.init_transactions()
     producer.begin_transaction()
-    mock_cluster.inject_error("Produce", 87, count=1)
+    mock_cluster.inject_error("Produce", code, count=1)
     future = producer.send("t", b"bad", partition=0)
-    with pytest.raises(errors.ProduceRejectedError, match="INVALID_RECORD") as info:
+    with pytest.raises(errors.ProduceRejectedError, match=name) as info:
         future.get(5)
-    assert isinstance(info.value, errors.AbortableError) and not isinstance(info.value, errors.RetriableError)
-    with pytest.raises(errors.AbortableError):
+    assert isinstance(info.value, errors.AbortableError)
+    assert not isinstance(info.value, (errors.RetriableError, errors.FatalError))
+    with pytest.raises(errors.AbortableError, match=name):
         producer.commit_transaction(5)
     producer.abort_transaction(5)
     with producer.transaction():

@@ -16,7 +16,7 @@ import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
-from tests._support.producers import ProducerFactory, committed_values
+from tests._support.producers import ProducerFactory, committed_values, partition_runs
 from txnproducer import errors
 from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.producer import TransactionalProducer
@@ -295,14 +295,7 @@ def test_keyless_records_stick_to_a_partition_for_a_batch_size_of_bytes(
     with producer.transaction():
         futures = [producer.send("spread", b"v" * 100) for _ in range(400)]
     partitions = [f.get(5).partition for f in futures]
-    runs: list[int] = []  # lengths of consecutive records on one partition
-    previous = None
-    for p in partitions:
-        if p == previous:
-            runs[-1] += 1
-        else:
-            runs.append(1)
-        previous = p
+    runs = partition_runs(partitions)
     # the partitioner counts about 110 bytes per record: a run is 38 to 75 records (a new
     # partition may be the same as the last, which merges runs: multiples are fine too)
     assert len(set(partitions)) > 1

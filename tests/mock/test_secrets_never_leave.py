@@ -6,12 +6,12 @@ repr'd and reported as a metric is scanned for each secret.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._support.secrets_scan import DebugCapture, describe_chain, everything_about
 from tests._support.security import SecuredTarget, producer, producer_settings
 from tests._support.token_endpoint import token_endpoint
 from txnproducer import ProducerConfig, errors
@@ -31,37 +31,6 @@ SECRETS = {
 }
 
 
-class _Everything(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
-@pytest.fixture
-def debug_everywhere() -> Iterator[_Everything]:
-    """DEBUG for the root logger and every logger that exists (kafka-python's, ours, the mock's)."""
-    handler = _Everything()
-    root = logging.getLogger()
-    saved = {name: lg.level for name, lg in logging.root.manager.loggerDict.items()
-             if isinstance(lg, logging.Logger)}
-    saved_root = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    for name in saved:
-        logging.getLogger(name).setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(saved_root)
-        for name, level in saved.items():
-            logging.getLogger(name).setLevel(level)
-
-
 def _encrypted_key(keyfile: str, password: str, out: Path) -> str:
     from cryptography.hazmat.primitives import serialization
 
@@ -71,18 +40,7 @@ def _encrypted_key(keyfile: str, password: str, out: Path) -> str:
     return str(out)
 
 
-def _everything_about(p: Any, seen: list[str]) -> None:
-    seen.extend([repr(p), repr(p.config), str(p.metrics())])
-
-
-def _describe(exc: BaseException, seen: list[str]) -> None:
-    cur: BaseException | None = exc
-    while cur is not None:
-        seen.extend([str(cur), repr(cur)])
-        cur = cur.__cause__ or cur.__context__
-
-
-def test_no_secret_in_any_log_repr_metric_or_error(debug_everywhere: _Everything, capfd: Any,
+def test_no_secret_in_any_log_repr_metric_or_error(debug_everywhere: DebugCapture, capfd: Any,
                                                    tmp_path: Path) -> None:
     seen: list[str] = []
     users = {"alice": SECRETS["plain"], "bob": SECRETS["scram"]}
@@ -110,25 +68,25 @@ def test_no_secret_in_any_log_repr_metric_or_error(debug_everywhere: _Everything
                 p.init_transactions()
                 with p.transaction():
                     p.send("t", b"v", partition=0)
-                _everything_about(p, seen)
+                everything_about(p, seen)
         # refusals: the wrong password is a secret too
         wrong = {**producer_settings(target, "PLAIN", "alice"), "sasl_plain_password": SECRETS["wrong"]}
         with producer("tx-wrong", **wrong) as p:
             with pytest.raises(errors.SaslAuthenticationError) as refused:
                 p.init_transactions()
-            _describe(refused.value, seen)
-            _everything_about(p, seen)
+            describe_chain(refused.value, seen)
+            everything_about(p, seen)
         bad_key = {**runs[3][1], "ssl_password": SECRETS["wrong"]}
         with pytest.raises(errors.ConfigError) as bad:
             producer("tx-bad-key", **bad_key).__enter__()
-        _describe(bad.value, seen)
+        describe_chain(bad.value, seen)
         with pytest.raises(errors.ConfigError) as not_text:
             ProducerConfig(transactional_id="x", sasl_plain_password=SECRETS["bytes_password"].encode())
-        _describe(not_text.value, seen)
+        describe_chain(not_text.value, seen)
         with pytest.raises(errors.ConfigError) as jaas:
             ProducerConfig.from_mapping({"transactional.id": "x", "sasl.jaas.config":
                                          f'PlainLoginModule required password="{SECRETS["plain"]}";'})
-        _describe(jaas.value, seen)
+        describe_chain(jaas.value, seen)
     captured = capfd.readouterr()
     everything = "\n".join([*debug_everywhere.lines, captured.out, captured.err, *seen])
     # the scan found the DEBUG output it was meant to scan (kafka-python's request lines included)
@@ -148,7 +106,7 @@ def _authenticate_with_kafka_python(settings: dict[str, Any]) -> None:
         client.close()
 
 
-def test_the_filter_is_what_keeps_kafka_pythons_debug_lines_clean(debug_everywhere: _Everything) -> None:
+def test_the_filter_is_what_keeps_kafka_pythons_debug_lines_clean(debug_everywhere: DebugCapture) -> None:
     """Regression guard for the filter itself: without it kafka-python logs the PLAIN password."""
     from txnproducer._internal.network.redaction import LOGGERS, SecretFilter
 

@@ -425,3 +425,60 @@ def test_closed_accumulator_refuses_appends() -> None:
     acc.close()
     with pytest.raises(errors.ClosedError):
         append(acc)
+
+
+def test_memory_freed_fires_when_a_batch_gives_its_memory_back() -> None:
+    """What a caller that must not block waits on: it counts itself as a memory waiter (so linger
+    no longer holds batches back), registers, and tries again when the listener fires."""
+    woken = threading.Event()
+    acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
+    acc._wakeup = woken.set
+    append(acc, value=b"x" * 800)
+    with pytest.raises(errors.TimeoutError):
+        append(acc, value=b"y" * 300, max_block_s=0)  # no wait at all
+    fired = threading.Event()
+    acc.memory_freed.add(fired.set)
+    acc.count_memory_waiter(+1)
+    assert woken.wait(1) and acc.ready(leader)[0] == {1}  # ready regardless of linger
+    batch = acc.drain(leader, {1})[1][0]
+    assert not fired.is_set()
+    acc.complete(batch, 0, -1)
+    assert fired.is_set()
+    acc.count_memory_waiter(-1)
+    append(acc, value=b"y" * 300, max_block_s=0)  # room now
+    assert acc.ready(leader, now=0.0)[0] == set()  # linger applies again: nobody waits
+
+
+def test_memory_freed_fires_on_close() -> None:
+    acc, _, _ = make()
+    fired = threading.Event()
+    acc.memory_freed.add(fired.set)
+    acc.close()
+    assert fired.is_set()
+
+
+def test_batch_done_callbacks_fire_once_final_including_split_batches() -> None:
+    acc, _, clock = make(batch_size=1 << 20)
+    for i in range(4):
+        append(acc, value=b"v%d" % i)
+    assert [b.record_count for b in acc.incomplete_batches()] == [4]
+    clock.now += 1
+    big = acc.drain(leader, {1})[1][0]
+    fired: list[str] = []
+    big.add_done_callback(lambda: fired.append("big"))
+    acc.split_and_reenqueue(big)
+    acc.complete(acc.drain(leader, {1})[1][0], 10, -1)
+    assert fired == []  # one half is not the whole batch
+    acc.complete(acc.drain(leader, {1})[1][0], 12, -1)
+    assert fired == ["big"]
+    big.add_done_callback(lambda: fired.append("late"))  # already final: at once
+    assert fired == ["big", "late"] and acc.incomplete_batches() == []
+
+
+def test_a_flush_ended_without_waiting_leaves_no_flush_in_progress() -> None:
+    acc, _, _ = make()
+    append(acc)
+    acc.begin_flush()
+    assert acc.flush_in_progress and len(acc.incomplete_batches()) == 1
+    acc.end_flush()
+    assert not acc.flush_in_progress

@@ -343,3 +343,24 @@ def test_gzip_level_takes_java_names_and_rejects_levels_zlib_has_not() -> None:
         with pytest.raises(ConfigError, match="compression_gzip_level must be an int from 1 to 9"):
             ProducerConfig(transactional_id="t", compression_gzip_level=bad)
 
+
+
+def test_the_client_software_version_is_read_from_package_metadata_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every new connection and producer sends it (ApiVersions, KIP-511); reading the installed
+    package's metadata parses a file each time (about 7 ms, on the Sender thread or the thread that
+    creates the producer - an event loop, for txnproducer.aio)."""
+    import importlib.metadata
+
+    from txnproducer._internal import config_checks
+
+    calls: list[str] = []
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: calls.append(name) or "9.9.9")
+    forget = getattr(config_checks.software_version, "cache_clear", lambda: None)
+    forget()
+    try:
+        config = ProducerConfig(transactional_id="t")
+        versions = {config.kafka_client_kwargs()["client_software_version"] for _ in range(5)}
+        assert versions == {"9.9.9"} and calls == ["txnproducer"]
+    finally:
+        forget()

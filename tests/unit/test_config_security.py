@@ -140,3 +140,24 @@ def test_an_encrypted_key_needs_the_right_password(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="could not be opened with ssl_password") as refused:
         build_ssl_context(wrong)
     assert "wrong-pw" not in str(refused.value) and "right-pw" not in str(refused.value)
+
+
+def test_redacted_settings_keep_their_spelling_and_hide_every_secret() -> None:
+    settings = {"sasl.plain.password": "pw-1", "sasl_plain_password": "pw-2", "ssl.key.password": "pw-3",
+                "sasl.jaas.config": 'PlainLoginModule required password="pw-4";', "linger.ms": "5",
+                "not.a.setting": "kept"}
+    shown = ProducerConfig.redacted(settings)
+    assert list(shown) == list(settings)
+    assert {shown[k] for k in list(settings)[:4]} == {"<redacted>"}
+    assert shown["linger.ms"] == "5" and shown["not.a.setting"] == "kept"
+
+
+def test_the_spark_sinks_options_never_show_a_password() -> None:
+    from txnproducer.spark.options import SinkOptions
+
+    options = SinkOptions.parse({"kafka.bootstrap.servers": "h:9093", "kafka.security.protocol": "SASL_SSL",
+                                 "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.plain.username": "alice",
+                                 "kafka.sasl.plain.password": "Sp4rk-pa55word", "topic": "t"},
+                                streaming=False)
+    assert options.producer_settings["sasl.plain.password"] == "Sp4rk-pa55word"  # still there to use
+    assert "Sp4rk-pa55word" not in repr(options) and "alice" in repr(options)

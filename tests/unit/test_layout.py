@@ -26,10 +26,14 @@ MAX_LINES = 600
 # room (module prefix) -> the txnproducer modules it may import, besides its own room. The first
 # matching prefix wins, so the more specific rooms come first.
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [
-    ("txnproducer._internal.protocol", ()),
+    # which implementation of the per-record path runs (compiled or pure): a leaf
+    ("txnproducer._internal.accel", ()),
+    ("txnproducer._internal.protocol", ("txnproducer._internal.accel",)),
     ("txnproducer._internal.log", ()),
     ("txnproducer._internal.metrics", ()),
     ("txnproducer._internal.partitioner", ()),
+    ("txnproducer._internal.properties_file", ()),
+    ("txnproducer._internal.listeners", ("txnproducer._internal.log",)),
     ("txnproducer.errors", ("txnproducer._internal.protocol",)),
     ("txnproducer.prepared", ("txnproducer.errors",)),
     ("txnproducer._internal.config_checks", ("txnproducer.errors",)),
@@ -39,10 +43,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
                             "txnproducer._internal.config_names")),
     ("txnproducer._internal.network", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",
-        "txnproducer._internal.log",
+        "txnproducer._internal.log", "txnproducer._internal.listeners",
     )),
     ("txnproducer._internal.batching", (
         "txnproducer.errors", "txnproducer._internal.protocol", "txnproducer._internal.log",
+        "txnproducer._internal.listeners", "txnproducer._internal.accel",
     )),
     ("txnproducer._internal.txn", (
         "txnproducer.errors", "txnproducer.prepared", "txnproducer._internal.protocol",
@@ -56,12 +61,18 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
         "txnproducer._internal.log", "txnproducer._internal.metrics", "txnproducer._internal.overdue",
+        "txnproducer._internal.listeners",
     )),
     ("txnproducer.producer", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal",
     )),
     ("txnproducer.eos", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+    )),
+    ("txnproducer.aio", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+        "txnproducer._internal.listeners", "txnproducer._internal.txn.result",
+        "txnproducer._internal.batching.batch",
     )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",

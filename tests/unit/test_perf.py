@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from txnproducer import perf
+from txnproducer._internal import accel
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -237,6 +238,7 @@ def test_run_against_an_embedded_cluster_writes_and_reports(monkeypatch: pytest.
     assert data["commit_latency_ms"]["count"] == 3.0
     assert data["commit_latency_ms"]["p50"] > 0 and data["records_per_s"] > 0
     assert data["extra"]["transaction_version"] == 2
+    assert data["extra"]["hot_path"] == accel.PATH  # which implementation of send() ran
     assert data["config"]["records_per_txn"] == 100 and data["config"]["mock_cluster"] is False
 
 
@@ -244,4 +246,42 @@ def test_main_starts_and_stops_a_standalone_mock_cluster(capsys: pytest.CaptureF
     assert perf.main(["--num-records", "200", "--records-per-txn", "50", "--no-progress"]) == 0
     summary = capsys.readouterr().out
     assert "txnproducer: 200 records in 4 transactions" in summary
+    assert summary.rstrip().endswith(f"; hot path: {accel.PATH}")
     assert "records/s" in summary and "p99" in summary and "peak RSS" in summary
+
+
+def test_a_secured_cluster_from_a_java_properties_file(tmp_path: Any) -> None:
+    """--producer.config takes the Java client's file (Java names, text values) and --producer-props win
+    over it; the topic is created through the same authenticated listener."""
+    from txnproducer.testing import MockCluster
+
+    users = {"alice": "alice-pw"}
+    with MockCluster(num_brokers=1, sasl_mechanisms=["SCRAM-SHA-512"], users=users) as cluster:
+        config = tmp_path / "client.properties"
+        config.write_text("# the Java client's settings\nsecurity.protocol=SASL_PLAINTEXT\n"
+                          "sasl.mechanism = SCRAM-SHA-512\nsasl.plain.username: alice\n"
+                          "sasl.plain.password=alice-pw\nlinger.ms=50\n")
+        out = io.StringIO()
+        args = parse("--bootstrap", cluster.bootstrap_servers, "--num-records", "20",
+                     "--records-per-txn", "10", "--topic", "perf-secured", "--partitions", "2", "--json",
+                     "--no-progress",
+                     "--producer.config", str(config), "--producer-props", "linger.ms=0")
+        assert perf.extra_settings(args)["linger_ms"] == 0
+        assert perf.run(args, out=out) == 0
+        assert len(cluster.state.topics["perf-secured"].partitions) == 2
+        produced = cluster.wait_for_request(lambda e: e.api == "Produce")
+        assert produced.principal == "User:alice"
+    assert json.loads(out.getvalue())["records"] == 20
+
+
+def test_producer_props_are_checked_like_any_setting(tmp_path: Any) -> None:
+    from txnproducer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown configuration key 'linger\.msec'"):
+        perf.extra_settings(parse("--producer-props", "linger.msec=5"))
+    with pytest.raises(ConfigError, match="ssl_cafile"):
+        perf.extra_settings(parse("--producer-props", "ssl.truststore.location=/x.jks"))
+    bad = tmp_path / "bad.properties"
+    bad.write_text("security.protocol=SSL\njust-a-word\n")
+    with pytest.raises(ValueError, match=r"bad.properties:2: expected key=value"):
+        perf.extra_settings(parse("--producer.config", str(bad)))

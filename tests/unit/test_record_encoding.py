@@ -1,7 +1,9 @@
-"""The send path's own record encoder must produce exactly kafka-python's batch bytes.
+"""The send path's own record encoders must produce exactly kafka-python's batch bytes.
 
 Brokers and every consumer decode these bytes; the encoder replaced kafka-python's per-record
-append for speed only, so any difference (a varint, a delta, the header, the CRC) is a bug.
+append for speed only, so any difference (a varint, a delta, the header, the CRC) is a bug. Every
+test runs against both implementations: the pure-Python reference and, where it is built, the
+compiled one (``txnproducer._internal.accel``).
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from txnproducer._internal.accel import SPEEDUPS
+from txnproducer._internal.protocol import record_batch
 from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     BatchEncoder,
     encode_headers,
     varint,
 )
+
+ENCODERS = [pytest.param(BatchEncoder, id="pure")]
+if SPEEDUPS is not None:
+    ENCODERS.append(pytest.param(SPEEDUPS.BatchEncoder, id="compiled"))
 
 _bytes_or_none = st.one_of(
     st.none(), st.just(b""), st.binary(max_size=200),
@@ -35,10 +43,10 @@ _CODECS = [0, 1] + [c for c, ok in ((2, codecs.has_snappy()), (3, codecs.has_lz4
                                       (4, codecs.has_zstd())) if ok]
 
 
-def _both(codec: int, records: list[tuple[int, bytes | None, bytes | None,
+def _both(encoder: type, codec: int, records: list[tuple[int, bytes | None, bytes | None,
                                           list[tuple[str, bytes | None]]]],
           state: tuple[int, int, int, bool], batch_size: int) -> tuple[bytes, bytes, int]:
-    ours = BatchEncoder(codec, True, batch_size, gzip_level=9)  # kafka-python's gzip level
+    ours = encoder(codec, True, batch_size, gzip_level=9)  # kafka-python's gzip level
     theirs = DefaultRecordBatchBuilder(2, codec, True, -1, -1, -1, batch_size)
     taken = 0
     for offset, (ts, key, value, headers) in enumerate(records):
@@ -59,11 +67,12 @@ def _both(codec: int, records: list[tuple[int, bytes | None, bytes | None,
     return bytes(ours.build()), bytes(theirs.build()), taken
 
 
+@pytest.mark.parametrize("encoder", ENCODERS)
 @settings(max_examples=150, deadline=None)
 @given(records=st.lists(_record, min_size=1, max_size=30), state=_producer_state,
        batch_size=st.sampled_from([100, 16384, 1 << 20]))
-def test_uncompressed_batch_is_byte_identical_to_kafka_python(records, state, batch_size) -> None:
-    ours, theirs, taken = _both(0, records, state, batch_size)
+def test_uncompressed_batch_is_byte_identical_to_kafka_python(encoder, records, state, batch_size) -> None:
+    ours, theirs, taken = _both(encoder, 0, records, state, batch_size)
     assert ours == theirs
     batch = DefaultRecordBatch(ours)
     assert batch.validate_crc()
@@ -77,11 +86,12 @@ def test_uncompressed_batch_is_byte_identical_to_kafka_python(records, state, ba
         assert [(k, v) for k, v in rec.headers] == headers
 
 
+@pytest.mark.parametrize("encoder", ENCODERS)
 @pytest.mark.parametrize("codec", _CODECS)
 @settings(max_examples=25, deadline=None)
 @given(records=st.lists(_record, min_size=1, max_size=20), state=_producer_state)
-def test_compressed_batch_round_trips(codec, records, state) -> None:
-    ours, theirs, taken = _both(codec, records, state, 1 << 20)
+def test_compressed_batch_round_trips(encoder, codec, records, state) -> None:
+    ours, theirs, taken = _both(encoder, codec, records, state, 1 << 20)
     if codec in (0, 1):  # gzip output is deterministic for equal input; snappy/lz4/zstd may vary
         assert ours == theirs
     batch = DefaultRecordBatch(ours)
@@ -90,9 +100,10 @@ def test_compressed_batch_round_trips(codec, records, state) -> None:
         [(k, v, t, h) for t, k, v, h in records[:taken]]
 
 
-def test_compressible_gzip_batch_is_actually_compressed() -> None:
+@pytest.mark.parametrize("encoder", ENCODERS)
+def test_compressible_gzip_batch_is_actually_compressed(encoder) -> None:
     records = [(1_700_000_000_000 + i, b"k", b"a" * 500, []) for i in range(50)]
-    ours, theirs, _ = _both(1, records, (7, 1, 0, True), 1 << 20)
+    ours, theirs, _ = _both(encoder, 1, records, (7, 1, 0, True), 1 << 20)
     assert ours == theirs
     batch = DefaultRecordBatch(ours)
     assert batch.compression_type == 1 and batch.is_transactional
@@ -100,12 +111,13 @@ def test_compressible_gzip_batch_is_actually_compressed() -> None:
     assert [r.value for r in batch] == [b"a" * 500] * 50
 
 
-def test_gzip_level_is_the_configured_one_and_defaults_to_zlibs() -> None:
+@pytest.mark.parametrize("encoder_class", ENCODERS)
+def test_gzip_level_is_the_configured_one_and_defaults_to_zlibs(encoder_class) -> None:
     """-1 means zlib's default level (6), as the Java client; kafka-python would use 9."""
     records = [(1_700_000_000_000 + i, None, b"event-%d " % i * 20, []) for i in range(60)]
 
     def build(level: int) -> bytes:
-        encoder = BatchEncoder(1, True, 1 << 20, gzip_level=level)
+        encoder = encoder_class(1, True, 1 << 20, gzip_level=level)
         for ts, key, value, headers in records:
             encoder.append(ts, key, value, encode_headers(headers))
         encoder.set_producer_state(7, 1, 0, True)
@@ -128,13 +140,17 @@ def test_varint_matches_kafka_python(value: int) -> None:
     assert varint(value) == bytes(out)
 
 
-def test_restamp_gives_the_batch_another_producer_state_byte_for_byte() -> None:
+@pytest.mark.parametrize("encoder_class", ENCODERS)
+def test_restamp_gives_the_batch_another_producer_state_byte_for_byte(encoder_class, monkeypatch) -> None:
     """A batch re-stamped with another producer id, epoch and base sequence is the batch the
     encoder builds with them (UNKNOWN_PRODUCER_ID after retention restarts sequences at 0)."""
     from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED, restamp
 
+    if encoder_class is BatchEncoder:  # the reference: restamp() without the compiled CRC path
+        monkeypatch.setattr(record_batch, "_SPEEDUPS", None)
+
     def build(pid: int, epoch: int, seq: int) -> bytearray:
-        encoder = BatchEncoder(0, True, 16384)
+        encoder = encoder_class(0, True, 16384)
         for i in range(5):
             encoder.append(1_700_000_000_000 + i, b"k%d" % i, b"value-%d" % i, NO_HEADERS_ENCODED)
         encoder.set_producer_state(pid, epoch, seq, True)

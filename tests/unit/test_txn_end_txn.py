@@ -112,3 +112,39 @@ def test_end_txn_not_coordinator_rediscovers() -> None:
     clock.advance_ms(100)
     drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))
     result.wait(1.0)
+
+
+# --- what a woken caller sees ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "committing", "state"), [
+    (90, True, State.FATAL_ERROR),         # PRODUCER_FENCED: fatal
+    (120, True, State.ABORTABLE_ERROR),    # TRANSACTION_ABORTABLE answering a commit
+    (59, False, State.ABORTABLE_ERROR),    # UNKNOWN_PRODUCER_ID answering an abort: abort again
+    (0, True, State.READY),
+])
+def test_a_caller_woken_by_the_result_sees_the_state_it_stands_for(
+        code: int, committing: bool, state: State) -> None:
+    """The state changes before the result completes (the Java client's order): a caller woken by
+    the completion - a thread, or an event loop through add_done_callback - that reads ``state`` or
+    calls ``abort_transaction()`` at once must not find the transaction still COMMITTING.
+    Regression: errors completed the result first, so an awaiting coroutine saw COMMITTING."""
+    tm, _, _ = drv.in_transaction(tv=2)
+    drv.produce_ok(tm, drv.TP0)
+    result = tm.begin_commit() if committing else tm.begin_abort()
+    seen: list[State] = []
+    result.add_done_callback(lambda: seen.append(tm.state))  # runs where the result completes
+    drv.take(tm).handle_response(drv.end_txn(code=code, producer_id=7, epoch=1))
+    assert seen == [state]
+
+
+def test_a_caller_woken_by_a_refused_init_sees_uninitialized() -> None:
+    tm, _, _ = drv.make_tm(tv=2)
+    result = tm.initialize_transactions()
+    drv.take(tm).handle_response(drv.find_coordinator_ok(drv.TID))
+    seen: list[State] = []
+    result.add_done_callback(lambda: seen.append(tm.state))
+    drv.take(tm).handle_response(drv.init_pid(code=53))  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert seen == [State.UNINITIALIZED]
+    with pytest.raises(errors.TransactionalIdAuthorizationError):
+        result.wait(0)

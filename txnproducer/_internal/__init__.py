@@ -10,6 +10,8 @@ What the room holds, by concern (each a package whose docstring says more):
 * ``sender.py`` - the Sender thread that moves batches and requests between the three above.
 * ``partitioner.py`` - which partition a record goes to (murmur2 of the key; KIP-794 without one).
 * ``log.py``, ``metrics.py``, ``config_checks.py`` - leaves every room may use.
+* ``listeners.py`` - one-shot callbacks fired where a Condition is notified, for callers that
+  must not block (``txnproducer.aio``); a leaf the network, batching and the Sender use.
 
 What it may import: ``txnproducer.errors``, ``txnproducer.config`` and ``txnproducer.prepared``
 (the public value types) and itself - never ``producer``, ``eos``, ``spark`` or ``testing``,

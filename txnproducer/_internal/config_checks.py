@@ -9,6 +9,7 @@ value); each raises :class:`~txnproducer.errors.ConfigError`.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 from collections.abc import Callable
@@ -163,7 +164,10 @@ def codec_available(codec: str) -> bool:
     return bool(probe())
 
 
+@functools.cache
 def software_version() -> str:
+    """txnproducer's version for ApiVersions (KIP-511). Cached: reading the installed package's
+    metadata parses a file (about 7 ms), and every new connection and producer asks."""
     try:
         return importlib.metadata.version("txnproducer")
     except importlib.metadata.PackageNotFoundError:

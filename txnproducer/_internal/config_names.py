@@ -19,7 +19,7 @@ import attrs
 
 from txnproducer.errors import ConfigError
 
-__all__ = ["SECRET_KEYS", "coerce_text", "java_value", "normalize_keys", "refused_java_key"]
+__all__ = ["SECRET_KEYS", "coerce_text", "java_value", "normalize_keys", "redacted", "refused_java_key"]
 
 #: Settings whose value is a secret: never echoed in a message, repr or log.
 SECRET_KEYS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
@@ -124,6 +124,20 @@ def coerce_text(cls: Any, key: str, value: Any) -> Any:
     if isinstance(default, (int, attrs.Factory)) and _INT_TEXT.match(value):  # type: ignore[arg-type]
         return int(value)
     return value
+
+
+REDACTED = "<redacted>"
+#: Java-only keys that hold secrets (refused by ProducerConfig, but a user may still pass them around)
+_SECRET_JAVA_KEYS = frozenset({"sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.password",
+                               "ssl.keystore.key", "ssl.keystore.certificate.chain"})
+
+
+def redacted(cls: Any, mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a settings mapping, in its own spelling, with every secret's value replaced: fit for a
+    repr or a log line. Unknown keys are kept (a caller may hold more than producer settings)."""
+    aliases = _aliases(cls)
+    return {key: REDACTED if aliases.get(str(key)) in SECRET_KEYS or str(key) in _SECRET_JAVA_KEYS
+            else value for key, value in mapping.items()}
 
 
 def _aliases(cls: Any) -> dict[str, str]:

@@ -23,7 +23,11 @@ from collections.abc import Callable
 from kafka.partitioner.default import murmur2
 from kafka.structs import TopicPartition
 
-__all__ = ["StickyPartition", "StickyPartitioner", "key_partition", "known_partition"]
+__all__ = ["RECORD_OVERHEAD", "StickyPartition", "StickyPartitioner", "key_partition", "known_partition"]
+
+#: What a record adds to a batch besides its key, value and headers (length varints, deltas,
+#: attributes): an estimate for the sticky partitioner's byte count, as Java's appendedBytes.
+RECORD_OVERHEAD = 10
 
 
 def key_partition(key: bytes | bytearray | memoryview, partitions: int) -> int:
@@ -67,6 +71,11 @@ class StickyPartitioner:
         self._available = available
         self._topic_partition = topic_partition
         self._current: dict[str, StickyPartition] = {}
+
+    @property
+    def current_by_topic(self) -> dict[str, StickyPartition]:
+        """Each topic's sticky partition (the dict itself: the compiled send path reads it)."""
+        return self._current
 
     def current(self, topic: str, parts: list[int]) -> StickyPartition:
         """The topic's sticky partition, chosen anew if the metadata it came from changed and

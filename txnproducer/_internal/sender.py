@@ -29,6 +29,7 @@ from kafka.structs import TopicPartition
 from txnproducer import errors
 from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import ProducerBatch
+from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
@@ -78,13 +79,15 @@ _STALE_METADATA = frozenset({
     ec.UNKNOWN_TOPIC_ID,
 })
 
+# Produce codes with a class of their own. Not INVALID_TXN_STATE: on a Produce it makes the transaction
+# abortable (as in Java), and InvalidTxnStateError is a FatalError, which would tell the record's owner to
+# close the producer; the code gets ProduceRejectedError, which names it.
 _ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
     ec.MESSAGE_TOO_LARGE: errors.RecordTooLargeError,
     ec.RECORD_LIST_TOO_LARGE: errors.RecordTooLargeError,
     ec.TOPIC_AUTHORIZATION_FAILED: errors.TopicAuthorizationError,
     ec.OUT_OF_ORDER_SEQUENCE_NUMBER: errors.OutOfOrderSequenceError,
     ec.INVALID_PRODUCER_EPOCH: errors.InvalidProducerEpochError,
-    ec.INVALID_TXN_STATE: errors.InvalidTxnStateError,
     ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: errors.TransactionalIdAuthorizationError,
     ec.CLUSTER_AUTHORIZATION_FAILED: errors.ClusterAuthorizationError,
     ec.INVALID_PRODUCER_ID_MAPPING: errors.InvalidProducerIdMappingError,
@@ -122,6 +125,10 @@ class Sender(threading.Thread):
         self._tv_applied: int | None = None
         # what ended the loop; a plain attribute, as send() reads it on every record
         self.crashed: BaseException | None = None
+        self.stopped = False  # True once the thread has closed everything and is about to end
+        # fired when the transaction version becomes known and when the thread stops: what
+        # callers that must not block wait on instead of ``_cond``
+        self.changed = Listeners()
         self._idle_poll_s = config.retry_backoff_ms / 1000
         # leaves a broker that stops answering once the cluster has moved on from it
         self._overdue = OverdueWatch(network, accumulator, transaction_manager, self._log)
@@ -150,16 +157,24 @@ class Sender(threading.Thread):
         self._net.wait_until_ready(timeout_s)
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._tv_applied is None:
-                if self.crashed is not None or not self.is_alive():
-                    raise errors.ClosedError("the producer's network thread is not running") \
-                        from self.crashed
+            while (tv := self.ready_version()) is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise errors.TimeoutError(
                         f"cluster transaction version not determined within {int(timeout_s * 1000)} ms")
                 self._cond.wait(remaining)
-            return self._tv_applied
+            return tv
+
+    def ready_version(self) -> int | None:
+        """The step of :meth:`wait_ready` that does not wait: the transaction version handed to
+        the TM, None while unknown, or raise (authentication failed, closed, thread ended)."""
+        tv = self._tv_applied
+        if tv is not None:
+            return tv
+        self._net.ready_features()  # raises what makes waiting pointless
+        if self.crashed is not None or self.stopped or not self.is_alive():
+            raise errors.ClosedError("the producer's network thread is not running") from self.crashed
+        return None
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -189,6 +204,8 @@ class Sender(threading.Thread):
                 self._tm.close()
             finally:
                 self._net.close()
+            self.stopped = True
+            self.changed.notify()
             self._log.debug("txn.sender_stopped")
 
     def _finish_after_close(self) -> None:
@@ -266,6 +283,7 @@ class Sender(threading.Thread):
                     self._event("info", "txn.transaction_version_changed", old=self._tv_applied, new=tv)
                 self._tv_applied = tv
                 self._cond.notify_all()
+            self.changed.notify()
         return self._tv_applied is not None
 
     # -- transactional requests ---------------------------------------------------------------
@@ -293,7 +311,7 @@ class Sender(threading.Thread):
             return False
         ctype = handler.coordinator_type
         if ctype is None:
-            node = net.least_loaded_node()
+            node = net.least_loaded_node(avoid=self._overdue.avoid(time.monotonic()))
             if node is None:
                 tm.retry(handler)
                 poll(self._idle_poll_s)

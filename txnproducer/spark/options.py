@@ -71,7 +71,8 @@ class SinkOptions:
     prepared transactions completed concurrently by the driver. ``commit_timeout_s``: bound on
     completing one of them, and on each read or write of the state topic."""
 
-    producer_settings: dict[str, str]
+    # the settings hold passwords (kafka.sasl.plain.password, ...): never in the repr
+    producer_settings: dict[str, str] = attrs.field(repr=lambda s: repr(ProducerConfig.redacted(s)))
     topic: str | None = None
     transactional_id_prefix: str = "txnkafka"
     prefix_is_ephemeral: bool = False

@@ -3,7 +3,8 @@
 A rule matches an API key and optionally a broker, and is consumed request by request (``count``).
 The connection asks ``FaultPlan.take(kind, api_key, broker_id)`` at the matching moment:
 ``error`` before handling (answer with an error response instead), ``delay`` before sending,
-``drop_before`` / ``drop_after`` around handling. Black-holed brokers read and never answer.
+``drop_before`` / ``drop_after`` around handling. Black-holed brokers read and never answer, and a
+Produce whose leader must ask a black-holed coordinator waits until it answers again (``server.py``).
 What an injected error code looks like on the wire is ``error_responses.py``.
 """
 
@@ -35,6 +36,7 @@ class FaultPlan:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._lifted = threading.Condition(self._lock)  # a black hole went away
         self._rules: list[_Rule] = []
         self._black_holes: set[int | None] = set()
 
@@ -69,12 +71,22 @@ class FaultPlan:
                 self._black_holes.discard(broker_id)
                 if broker_id is None:
                     self._black_holes.clear()
+                self._lifted.notify_all()
 
     def is_black_hole(self, broker_id: int) -> bool:
         with self._lock:
-            return None in self._black_holes or broker_id in self._black_holes
+            return self._is_black_hole(broker_id)
+
+    def _is_black_hole(self, broker_id: int) -> bool:
+        return None in self._black_holes or broker_id in self._black_holes
+
+    def wait_while_black_hole(self, broker_id: int, timeout: float) -> bool:
+        """Until ``broker_id`` answers again or ``timeout`` seconds passed; True when it answers."""
+        with self._lifted:
+            return self._lifted.wait_for(lambda: not self._is_black_hole(broker_id), timeout)
 
     def clear(self) -> None:
         with self._lock:
             self._rules.clear()
             self._black_holes.clear()
+            self._lifted.notify_all()

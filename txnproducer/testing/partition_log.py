@@ -175,6 +175,10 @@ class PartitionLog:
     def producer_state(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
 
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has an open transaction here (the leader's KIP-890 check is done)."""
+        return producer_id in self._ongoing
+
     def producer_states(self) -> list[ProducerStateEntry]:
         return list(self._producers.values())
 

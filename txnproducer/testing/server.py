@@ -8,7 +8,12 @@ UNSUPPORTED_VERSION with the API list, as Kafka does, so the client can downgrad
 
 Dispatch goes through the handler list (``handlers.lookup``), the one place that says which APIs a
 broker answers. Fault rules (``faults.py``) are applied here, around the handler: an injected error is
-answered by ``error_responses.py`` without running the handler.
+answered by ``error_responses.py`` without running the handler. A Produce whose leader must first ask the
+transaction's coordinator (the KIP-890 check, ``handlers.produce.coordinator_to_verify_with``), or a
+TxnOffsetCommit v5 whose group coordinator must (``handlers.txn_offset_commit``), while that coordinator is
+black-holed is held, as Kafka's leader waits on its request to a frozen coordinator even
+after the coordinator moved; when the black hole is lifted it is answered CONCURRENT_TRANSACTIONS, unhandled
+(what Kafka 4.1.0 answered when the frozen broker woke up).
 
 Security (``security/``): each accepted socket goes through the listener (``ListenerSecurity``): with TLS
 the connection thread runs the TLS handshake first (a failed handshake closes the connection and is logged
@@ -36,7 +41,7 @@ from txnproducer._internal.protocol.primitives import read_uvarint
 from . import api_messages
 from .error_responses import error_response
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
-from .handlers import RequestContext, lookup
+from .handlers import RequestContext, lookup, produce, txn_offset_commit
 from .request_log import RequestLog, extract_fields, response_error_codes
 from .security.connection_auth import ConnectionAuth, Verdict
 from .security.listener import ListenerSecurity
@@ -49,6 +54,12 @@ _log = get_logger("txnproducer.testing.server")
 
 MAX_FRAME = 100 * 1024 * 1024
 API_VERSIONS = 18
+# Requests the receiving broker checks with the transaction coordinator first (KIP-890): api key -> the
+# broker it asks, or None (those handlers' ``coordinator_to_verify_with``).
+_VERIFIED_WITH_THE_COORDINATOR = {
+    0: produce.coordinator_to_verify_with,  # Produce, at the partition leader
+    28: txn_offset_commit.coordinator_to_verify_with,  # TxnOffsetCommit v5, at the group coordinator
+}
 
 
 class ServerHost(Protocol):
@@ -314,6 +325,14 @@ class BrokerServer:
         if not injected and faults.take(DROP_BEFORE, ctx.api_key, self.broker_id)[0]:
             self.host.requests.append(dropped=True, **log_args)
             return False
+        verifies = _VERIFIED_WITH_THE_COORDINATOR.get(ctx.api_key)
+        if not injected and verifies is not None:
+            with state.lock:
+                asks = verifies(state, ctx, request)
+            if asks is not None and faults.is_black_hole(asks):
+                if not self._wait_for_answer_from(asks, stopping):
+                    return False
+                injected, code = True, ec.CONCURRENT_TRANSACTIONS
         if injected:
             code, log_start_offset = code if isinstance(code, tuple) else (code, None)
             response = error_response(ctx.api_key, ctx.api_version, request, code, state, log_start_offset)
@@ -343,6 +362,14 @@ class BrokerServer:
             self.host.requests.append(injected=injected, **log_args)
             return True
         return self._send(conn, ctx, response, injected, log_args)
+
+    def _wait_for_answer_from(self, broker_id: int, stopping: threading.Event) -> bool:
+        """Hold a request until the black-holed ``broker_id`` answers again; False when this broker
+        stops meanwhile."""
+        while not self.host.faults.wait_while_black_hole(broker_id, 0.2):
+            if stopping.is_set():
+                return False
+        return True
 
     def _send(self, conn: _Connection, ctx: RequestContext, response: Any, injected: bool,
               log_args: dict[str, Any]) -> bool:

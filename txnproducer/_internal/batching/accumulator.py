@@ -18,7 +18,8 @@ Memory (the Java client's ``BufferPool`` rule): a batch reserves its whole capac
 ``buffer_memory`` when it starts (``batch_size``, or a larger single record's size), and the
 reservation is released when the batch reaches a final state. Appending to an open batch needs
 no accounting, which keeps the per-record path short. Starting a batch blocks while the pool is
-exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError`.
+exhausted, at most ``max_block_s``, then raises :class:`~txnproducer.errors.TimeoutError` (at once
+for 0: a caller that must not block then waits on ``memory_freed`` and tries again).
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.batch import ProducerBatch, RecordFuture
+from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.protocol.record_batch import (
     BATCH_HEADER_SIZE,
     MAX_RECORD_OVERHEAD,
     NO_HEADERS_ENCODED,
-    BatchEncoder,
+    ActiveBatchEncoder,
     add_sequence,
     encode_headers,
+    payload_size,
 )
 
 __all__ = [
@@ -49,37 +53,12 @@ __all__ = [
     "COMPRESSION_CODECS",
     "RecordAccumulator",
     "TransactionGate",
-    "estimate_record_size",
 ]
 
 _RECORD_OVERHEAD: int = MAX_RECORD_OVERHEAD
 
 #: compression_type setting -> codec id in the batch attributes.
 COMPRESSION_CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-Headers = Sequence[tuple[str, bytes | None]]
-
-
-def estimate_record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
-    """Upper bound of one record's encoded size inside a batch (without the batch header)."""
-    return _payload_size(key, value, encode_headers(headers)) + _RECORD_OVERHEAD
-
-
-def _payload_size(key: bytes | None, value: bytes | None, headers_encoded: bytes) -> int:
-    """Exact bytes of key, value and headers with their length varints inside a record."""
-    size = len(headers_encoded)
-    if key is None:
-        size += 1
-    else:
-        n = len(key)
-        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
-    if value is None:
-        size += 1
-    else:
-        n = len(value)
-        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
-    return size
 
 
 class TransactionGate(Protocol):
@@ -136,7 +115,8 @@ class RecordAccumulator:
 
         # Critical sections enter the plain lock directly (Condition.__enter__ is a Python-level
         # call on every append); the Condition shares it for waiting on buffer memory.
-        self._mutex = threading.Lock()
+        # (the accelerator's Mutex is the same kind of lock, one its compiled append takes directly)
+        self._mutex: Any = threading.Lock() if _SPEEDUPS is None else _SPEEDUPS.Mutex()
         self._lock = threading.Condition(self._mutex)
         self._batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         # Batches with an assigned sequence that are not final, per partition, in sequence order.
@@ -148,17 +128,32 @@ class RecordAccumulator:
         self._flushes = 0
         self._closed = False
         self._drain_start = 0
+        # fired whenever a blocked append could go on: what a caller that must not block waits on
+        self.memory_freed = Listeners()
+        # The compiled accelerator's copy of append()'s open-batch case (txnproducer._internal.accel):
+        # same lock, same rules; it answers None for every other case, which the code below handles.
+        self.appender: Any = None
+        self.fast_append: Callable[..., tuple[RecordFuture, bool] | None] | None = None
+        if _SPEEDUPS is not None:
+            self.appender = _SPEEDUPS.Appender(
+                self, self._batches, self._mutex, self._full_at, ProducerBatch, RecordFuture)
+            self.fast_append = self.appender.append
 
     # -- application side ---------------------------------------------------------------------
 
     def append(self, tp: TopicPartition, timestamp: int | None, key: bytes | None,
-               value: bytes | None, headers: Headers, max_block_s: float) -> tuple[RecordFuture, bool]:
+               value: bytes | None, headers: Sequence[tuple[str, bytes | None]],
+               max_block_s: float) -> tuple[RecordFuture, bool]:
         """Add a record; return its future and whether the Sender should be woken now.
 
         Raises RecordTooLargeError (before anything is queued), TimeoutError (buffer memory
         stayed exhausted for ``max_block_s``) or ClosedError.
         """
         headers_encoded = encode_headers(headers) if headers else NO_HEADERS_ENCODED
+        if self.fast_append is not None:
+            done = self.fast_append(tp, timestamp, key, value, headers_encoded)
+            if done is not None:
+                return done
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
         with self._mutex:
@@ -184,7 +179,7 @@ class RecordAccumulator:
                           value: bytes | None, headers_encoded: bytes,
                           max_block_s: float) -> tuple[RecordFuture, bool]:
         """``append`` when no open batch of ``tp`` takes the record (caller holds the lock)."""
-        est = _payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
+        est = payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         total = est + BATCH_HEADER_SIZE
         if total > self._max_record_total:
             self._raise_too_large(total)  # before anything changes: the open batch stays open
@@ -206,7 +201,7 @@ class RecordAccumulator:
             dq = self._batches.get(tp)
         if dq is None:
             dq = self._batches[tp] = collections.deque()
-        builder = BatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
+        builder = ActiveBatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
         batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
         first = batch.try_append(timestamp, key, value, headers_encoded)
         assert first is not None  # the first record always fits
@@ -216,6 +211,7 @@ class RecordAccumulator:
         self._incomplete[batch] = None
         if self._memory_waiters:
             self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
+            self.memory_freed.notify()
         return first, True
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
@@ -264,6 +260,13 @@ class RecordAccumulator:
         finally:
             self._memory_waiters -= 1
 
+    def count_memory_waiter(self, delta: int) -> None:
+        """+1/-1: a caller that must not block waits for memory (the Sender then ignores linger)."""
+        with self._mutex:
+            self._memory_waiters += delta
+        if delta > 0 and self._wakeup is not None:
+            self._wakeup()
+
     def begin_flush(self) -> None:
         """Make every batch ready at once (flush/commit); pair with :meth:`await_flush_completion`."""
         with self._mutex:
@@ -272,8 +275,7 @@ class RecordAccumulator:
     def await_flush_completion(self, timeout_s: float | None) -> None:
         """Wait until every batch that existed at the call is final; always ends the flush."""
         try:
-            with self._mutex:
-                pending = list(self._incomplete)
+            pending = self.incomplete_batches()
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             for batch in pending:
                 remaining = batch.max_wait_s if deadline is None else deadline - time.monotonic()
@@ -283,8 +285,15 @@ class RecordAccumulator:
                         f"flush did not complete within {bound}; "
                         f"{batch.tp.topic}-{batch.tp.partition} still pending")
         finally:
-            with self._mutex:
-                self._flushes -= 1
+            self.end_flush()
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._mutex:
+            return list(self._incomplete)
+
+    def end_flush(self) -> None:
+        with self._mutex:
+            self._flushes -= 1
 
     @property
     def flush_in_progress(self) -> bool:
@@ -295,6 +304,7 @@ class RecordAccumulator:
         with self._mutex:
             self._closed = True
             self._lock.notify_all()
+        self.memory_freed.notify()
 
     # -- sender side -----------------------------------------------------------------------
 
@@ -460,7 +470,7 @@ class RecordAccumulator:
         sequence = batch.base_sequence
         for chunk in (records[:middle], records[middle:]):
             # no size bound: every record of the half goes in (the limit is the broker's)
-            builder = BatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
+            builder = ActiveBatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
             for timestamp, key, value, headers_encoded in chunk:
                 builder.append(timestamp, key, value, headers_encoded)
             part = ProducerBatch(batch.tp, builder, batch.created, batch.max_wait_s)
@@ -500,6 +510,7 @@ class RecordAccumulator:
             self._used -= batch.reserved
             batch.reserved = 0
             self._lock.notify_all()
+            self.memory_freed.notify()
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:
         """Record success; False if the batch was already final (e.g. expired meanwhile)."""

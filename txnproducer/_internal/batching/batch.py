@@ -23,7 +23,7 @@ from kafka.structs import TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.protocol.record_batch import BatchEncoder, restamp
+from txnproducer._internal.protocol.record_batch import BatchBuilder, restamp
 
 __all__ = ["Callback", "ProducerBatch", "RecordFuture", "RecordMetadata"]
 
@@ -149,16 +149,16 @@ class ProducerBatch:
 
     __slots__ = (
         "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
-        "created", "done_event", "drained_at", "exception", "final_state", "full", "in_flight",
-        "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
+        "created", "done_callbacks", "done_event", "drained_at", "exception", "final_state", "full",
+        "in_flight", "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
         "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sent_to",
         "sequence_reset", "split_into", "tp",
     )
 
-    def __init__(self, tp: TopicPartition, builder: BatchEncoder, now: float,
+    def __init__(self, tp: TopicPartition, builder: BatchBuilder, now: float,
                  max_wait_s: float) -> None:
         self.tp = tp
-        self.builder: BatchEncoder | None = builder
+        self.builder: BatchBuilder | None = builder
         self.buffer: bytearray | None = None
         self.created = now
         self.record_count = 0
@@ -182,6 +182,7 @@ class ProducerBatch:
         self.record_errors: dict[int, BaseException] | None = None
         self.callback_futures: list[RecordFuture] = []
         self.done_event = threading.Event()
+        self.done_callbacks: list[Callable[[], None]] | None = None  # see add_done_callback
         self.max_wait_s = max_wait_s
         # After a split (MESSAGE_TOO_LARGE): (index of its first record, part) for each part; the
         # batch completes, for its futures, once every part is final.
@@ -270,10 +271,30 @@ class ProducerBatch:
             self.callback_futures = []
         self._completed(futures)
 
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once the batch is final for its futures (split: every part is): at once
+        if it already is, otherwise on the completing thread (the Sender's), so ``fn`` must only
+        schedule work. What a flush that must not block waits on (:mod:`txnproducer.aio`)."""
+        with _CALLBACK_LOCK:
+            if self.final_state is None:
+                if self.done_callbacks is None:
+                    self.done_callbacks = []
+                self.done_callbacks.append(fn)
+                return
+        fn()
+
     def _completed(self, futures: list[RecordFuture]) -> None:
         # outside the lock: wake waiters, run callbacks, tell a split batch that a part is done
         self.done_event.set()
         for future in futures:
             future._run_callbacks()
+        if self.done_callbacks is not None:
+            with _CALLBACK_LOCK:
+                callbacks, self.done_callbacks = self.done_callbacks, None
+            for fn in callbacks:
+                try:
+                    fn()
+                except Exception:  # a waiter's bug must not kill the Sender thread
+                    get_logger("txnproducer.producer").exception("txn.callback_failed", topic=self.tp.topic)
         if self.parent is not None:
             self.parent._part_finished()

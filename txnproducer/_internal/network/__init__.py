@@ -11,6 +11,6 @@ built once), :mod:`~.oauth_tokens` (the OAUTHBEARER token cache) and :mod:`~.red
 credentials in kafka-python's DEBUG lines).
 
 What it may import: ``txnproducer.errors``, ``txnproducer.config``, ``txnproducer.oauth``,
-``_internal.protocol`` and ``_internal.log`` - never the accumulator, the Sender or the transaction
-manager: the network knows nothing of transactions.
+``_internal.protocol``, ``_internal.log`` and ``_internal.listeners`` - never the accumulator, the
+Sender or the transaction manager: the network knows nothing of transactions.
 """

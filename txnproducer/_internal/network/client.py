@@ -28,6 +28,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
 from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
@@ -51,7 +52,8 @@ class NetworkClient:
     """kafka-python connections + metadata, driven by the Sender thread.
 
     Thread rules: ``wakeup``, ``request_topic``, ``wait_for_topic``, ``partitions_for``,
-    ``wait_until_ready`` and the read-only properties may be called from any thread; everything
+    ``wait_until_ready``, their steps that do not wait (``topic_partitions``, ``ready_features``),
+    ``changed`` and the read-only properties may be called from any thread; everything
     else only from the Sender thread.
     """
 
@@ -63,6 +65,8 @@ class NetworkClient:
         self._config = config
         install_secret_filter()
         self._cond = threading.Condition()
+        # fired with every notify of ``_cond``: what callers that must not block wait on instead
+        self.changed = Listeners()
         self._diagnosis = ConnectionDiagnosis(config)
         self._auth_error: errors.AuthenticationError | None = None
         self._token_cache: TokenCache | None = None
@@ -118,7 +122,7 @@ class NetworkClient:
             first = self._auth_error is None
             if first:
                 self._auth_error = verdict
-            self._cond.notify_all()
+            self._notify()
         if first:
             self._log.error("txn.authentication_failed", node=node, error=str(verdict))
 
@@ -135,6 +139,11 @@ class NetworkClient:
             return f" (last error: {self._features_error})"
         return ""
 
+    def _notify(self) -> None:
+        """Wake every waiter, blocked or not (caller holds ``_cond``)."""
+        self._cond.notify_all()
+        self.changed.notify()
+
     # -- any thread ----------------------------------------------------------------------------
 
     def wakeup(self) -> None:
@@ -149,19 +158,27 @@ class NetworkClient:
         """Wait until bootstrap finished and the broker features are known."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._features is None:
-                if self._auth_error is not None:
-                    raise self._auth_error
-                if self._closed:
-                    raise errors.ClosedError("producer closed while connecting to the cluster")
+            while (features := self.ready_features()) is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise errors.TimeoutError(
-                        f"could not reach the cluster at {self._config.bootstrap_servers} within "
-                        f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout)"
-                        f"{self._why_unreachable()}")
+                    raise self.unreachable_error(timeout_s)
                 self._cond.wait(remaining)
-            return self._features
+            return features
+
+    def ready_features(self) -> BrokerFeatures | None:
+        """The step of :meth:`wait_until_ready` that does not wait: the features, None while
+        unknown, or raise (authentication failed, closed)."""
+        if self._features is None:
+            if self._auth_error is not None:
+                raise self._auth_error
+            if self._closed:
+                raise errors.ClosedError("producer closed while connecting to the cluster")
+        return self._features
+
+    def unreachable_error(self, timeout_s: float) -> errors.TimeoutError:
+        return errors.TimeoutError(
+            f"could not reach the cluster at {self._config.bootstrap_servers} within "
+            f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout){self._why_unreachable()}")
 
     def partitions_for(self, topic: str) -> list[int] | None:
         """Known partition ids of ``topic`` (cached until the next metadata update)."""
@@ -179,12 +196,15 @@ class NetworkClient:
         parts = self.cluster.available_partitions_for_topic(topic)
         return sorted(parts) if parts else []
 
-    def request_topic(self, topic: str) -> None:
+    def request_topic(self, topic: str) -> int:
         """Ask the Sender to fetch metadata for ``topic`` (kafka-python's topic set is not
-        thread-safe, so the Sender applies the change)."""
+        thread-safe, so the Sender applies the change); returns the count of metadata answers
+        so far, for :meth:`topic_partitions`."""
         with self._cond:
             self._topics_to_add.add(topic)
+            answers = self._metadata_answers
         self.wakeup()
+        return answers
 
     def wait_for_topic(self, topic: str, timeout_s: float) -> list[int]:
         """Partitions of ``topic``, fetching metadata if needed; TimeoutError after ``timeout_s``.
@@ -195,38 +215,46 @@ class NetworkClient:
         parts = self.partitions_for(topic)
         if parts:
             return parts
-        with self._cond:
-            answers_before = self._metadata_answers
-        self.request_topic(topic)
+        answers_before = self.request_topic(topic)
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while True:
-                parts = self.partitions_for(topic)
-                if parts:
-                    return parts
-                if self._auth_error is not None:
-                    raise self._auth_error
-                if topic in self._unauthorized and self._metadata_answers > answers_before:
-                    raise errors.TopicAuthorizationError(
-                        f"not authorized to access topic {topic!r}: the cluster refused to describe it "
-                        "(TOPIC_AUTHORIZATION_FAILED). Grant this principal DESCRIBE and WRITE on the "
-                        "topic; abort the transaction and retry once the ACL is in place.",
-                        error_code=ec.TOPIC_AUTHORIZATION_FAILED)
-                if self._closed:
-                    raise errors.ClosedError("producer closed while waiting for topic metadata")
+            while not (parts := self.topic_partitions(topic, answers_before)):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise errors.TimeoutError(
-                        f"topic {topic!r} not present in metadata after {int(timeout_s * 1000)} ms "
-                        f"(max_block_ms){self._why_unreachable()}")
+                    raise self.topic_timeout_error(topic, timeout_s)
                 self._cond.wait(remaining)
+            return parts
+
+    def topic_partitions(self, topic: str, answers_before: int) -> list[int] | None:
+        """The step of :meth:`wait_for_topic` that does not wait: the partitions, None while
+        unknown, or raise (refused by an answer newer than ``answers_before``, which
+        :meth:`request_topic` returned; authentication failed; closed)."""
+        parts = self.partitions_for(topic)
+        if parts:
+            return parts
+        if self._auth_error is not None:
+            raise self._auth_error
+        if topic in self._unauthorized and self._metadata_answers > answers_before:
+            raise errors.TopicAuthorizationError(
+                f"not authorized to access topic {topic!r}: the cluster refused to describe it "
+                "(TOPIC_AUTHORIZATION_FAILED). Grant this principal DESCRIBE and WRITE on the "
+                "topic; abort the transaction and retry once the ACL is in place.",
+                error_code=ec.TOPIC_AUTHORIZATION_FAILED)
+        if self._closed:
+            raise errors.ClosedError("producer closed while waiting for topic metadata")
+        return None
+
+    def topic_timeout_error(self, topic: str, timeout_s: float) -> errors.TimeoutError:
+        return errors.TimeoutError(
+            f"topic {topic!r} not present in metadata after {int(timeout_s * 1000)} ms "
+            f"(max_block_ms){self._why_unreachable()}")
 
     def _on_metadata(self, cluster: Any) -> None:
         with self._cond:
             self.partition_cache = {}  # replaced, not mutated: readers need no lock
             self._unauthorized = frozenset(cluster.unauthorized_topics)
             self._metadata_answers += 1
-            self._cond.notify_all()
+            self._notify()
 
     # -- Sender thread ---------------------------------------------------------------------------
 
@@ -281,7 +309,7 @@ class NetworkClient:
             self._adopt_features(features_from(response))
             self._features_at = time.monotonic()
             self._features_error = None
-            self._cond.notify_all()
+            self._notify()
 
     def _adopt_features(self, features: BrokerFeatures) -> None:
         """Keep the cluster's features from the answer with the highest finalized-features epoch
@@ -376,23 +404,35 @@ class NetworkClient:
                 theirs.close(error)
         self._log.info("txn.broker_abandoned", node=node, reason=reason)
 
-    def refresh_metadata_avoiding(self, suspects: set[Any]) -> bool:
+    def refresh_metadata_avoiding(self, suspects: set[Any]) -> tuple[Any, Future] | None:
         """Ask a broker other than ``suspects`` for metadata now and apply the answer; kafka-python's
         own refresh goes to its least loaded node, which may be the broker that stopped answering
-        (then the refresh waits ``request_timeout_ms``). False when no other broker is known."""
+        (then the refresh waits ``request_timeout_ms``). Returns the broker asked and the request's
+        future; None when no other broker is known."""
         candidates = [b.node_id for b in self.cluster.brokers() if b.node_id not in suspects]
         if not candidates:
-            return False
+            return None
         ready = [n for n in candidates if self.is_ready(n)]
         node = random.choice(ready or candidates)
         future = self.send(node, self.cluster.metadata_request(), direct=False)
         future.add_callback(self.cluster.update_metadata)
         future.add_errback(lambda exc: self._log.debug("txn.metadata_refresh_failed", node=node,
                                                        error=repr(exc)))
-        return True
+        return node, future
 
-    def least_loaded_node(self) -> Any:
-        return self._client.least_loaded_node()
+    def least_loaded_node(self, avoid: set[Any] | frozenset[Any] = frozenset()) -> Any:
+        """A broker for a request any broker can answer: kafka-python's least loaded one if it is
+        ready and not one of ``avoid`` (brokers that left a request unanswered), else a ready broker
+        not avoided, else one to connect to (None when none is known). A ready connection first: a
+        frozen broker still accepts connections but never completes their handshake."""
+        node = self._client.least_loaded_node()
+        if node is not None and node not in avoid and self.is_ready(node):
+            return node
+        others = [b.node_id for b in self.cluster.brokers() if b.node_id not in avoid]
+        ready = [n for n in others if self.is_ready(n)]
+        if ready:
+            return ready[0]
+        return node if node is not None and node not in avoid else (others or [None])[0]
 
     def send(self, node: Any, request: Any, *, direct: bool = True) -> Future:
         """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`.
@@ -454,7 +494,7 @@ class NetworkClient:
         with self._cond:
             if getattr(response, "finalized_features_epoch", None) is not None:
                 self._adopt_features(features_from(response))
-                self._cond.notify_all()
+                self._notify()
 
     def max_version(self, node: Any, api_key: int) -> int | None:
         """The highest version of ``api_key`` broker ``node`` speaks, from the ApiVersions
@@ -549,7 +589,7 @@ class NetworkClient:
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            self._cond.notify_all()
+            self._notify()
         for conn in list(self._direct.values()):
             conn.close(errors.ClosedError("producer closed before the broker answered"))
         if self._token_cache is not None:

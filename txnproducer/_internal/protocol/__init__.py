@@ -6,6 +6,7 @@ types (``primitives``), the hand-written Produce request encoder and response de
 (``record_batch``) and request/response framing (``framing``). The client and the MockCluster
 both import from here.
 
-What it may import: the standard library and kafka-python's protocol classes only - never another
+What it may import: the standard library, kafka-python's protocol classes and
+``_internal.accel`` (a leaf: whether the compiled batch encoder and CRC-32C run) - never another
 txnproducer module, so that everything else can depend on it without an import circle.
 """

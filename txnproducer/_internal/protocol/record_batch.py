@@ -20,15 +20,19 @@ and the transaction manager's sequence book.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import kafka.codec as codecs
 from kafka.errors import UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
+from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
+
 __all__ = ["BATCH_HEADER_SIZE", "GZIP_DEFAULT_LEVEL", "MAX_RECORD_OVERHEAD", "NO_HEADERS_ENCODED",
-           "SEQUENCE_MODULUS", "BatchEncoder", "add_sequence", "encode_headers", "restamp", "varint"]
+           "SEQUENCE_MODULUS", "ActiveBatchEncoder", "BatchBuilder", "BatchEncoder", "add_sequence",
+           "encode_headers", "estimate_record_size", "payload_size", "restamp", "varint"]
 
 _B = DefaultRecordBatchBuilder
 _HEADER = _B.HEADER_STRUCT
@@ -98,6 +102,28 @@ def encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
     return b"".join(parts)
 
 
+def estimate_record_size(key: bytes | None, value: bytes | None,
+                         headers: Sequence[tuple[str, bytes | None]]) -> int:
+    """Upper bound of one record's encoded size inside a batch (without the batch header)."""
+    return payload_size(key, value, encode_headers(headers)) + MAX_RECORD_OVERHEAD
+
+
+def payload_size(key: bytes | None, value: bytes | None, headers_encoded: bytes) -> int:
+    """Exact bytes of key, value and headers with their length varints inside a record."""
+    size = len(headers_encoded)
+    if key is None:
+        size += 1
+    else:
+        n = len(key)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    if value is None:
+        size += 1
+    else:
+        n = len(value)
+        size += n + (1 if n < 64 else 2 if n < 8192 else 3 if n < 1048576 else 5)
+    return size
+
+
 def _check_codec(codec: int) -> None:
     checkers = {1: ("gzip", codecs.has_gzip), 2: ("snappy", codecs.has_snappy),
                 3: ("lz4", codecs.has_lz4), 4: ("zstd", codecs.has_zstd)}
@@ -125,6 +151,22 @@ def _compress(codec: int, data: bytes, gzip_level: int = -1) -> bytes:
     if codec == 3:
         return bytes(codecs.lz4_encode(data))
     return bytes(codecs.zstd_encode(data))
+
+
+class BatchBuilder(Protocol):
+    """What the accumulator and its batches use of an encoder: :class:`BatchEncoder` or the compiled
+    one (``txnproducer._internal.accel``), which writes the same bytes."""
+
+    batch_size: int
+
+    @property
+    def num_records(self) -> int: ...
+    def size(self) -> int: ...
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None,
+               headers_encoded: bytes) -> int: ...
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           is_transactional: bool) -> None: ...
+    def build(self) -> bytearray: ...
 
 
 class BatchEncoder:
@@ -254,5 +296,17 @@ def restamp(buf: bytearray, producer_id: int, producer_epoch: int, base_sequence
     sent (``startSequencesAtBeginning``); the records themselves stay as they are. The result is
     the batch :class:`BatchEncoder` would have built with that state.
     """
+    if _SPEEDUPS is not None:
+        _SPEEDUPS.restamp(buf, producer_id, producer_epoch, base_sequence)
+        return
     _PRODUCER_STATE.pack_into(buf, _PRODUCER_STATE_OFFSET, producer_id, producer_epoch, base_sequence)
     _CRC.pack_into(buf, _CRC_OFFSET, calc_crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+
+
+#: The encoder the send path builds its batches with: the compiled one when the accelerator is
+#: active (the same bytes: ``tests/unit/test_record_encoding.py`` runs against both), else
+#: :class:`BatchEncoder`. Codecs stay kafka-python's either way (``_compress``).
+ActiveBatchEncoder: Callable[..., BatchBuilder] = BatchEncoder
+if _SPEEDUPS is not None:
+    _SPEEDUPS.configure(compress=_compress)
+    ActiveBatchEncoder = _SPEEDUPS.BatchEncoder

@@ -389,14 +389,16 @@ class TransactionManager(ProduceSide):
     def request_finished(self, handler: TxnRequestHandler) -> None:
         self._requests.finished(handler)
 
+    # The state changes before the result completes (the Java client's order): a caller woken by
+    # the completion may read the state, or call abort_transaction(), at once.
+
     def handler_failed_fatally(self, handler: TxnRequestHandler, exc: BaseException) -> None:
-        handler.result.set_error(exc)
         self.transition_to_fatal_error(exc)
+        handler.result.set_error(exc)
 
     def handler_failed_abortably(
         self, handler: TxnRequestHandler, exc: BaseException, *, bump_epoch: bool
     ) -> None:
-        handler.result.set_error(exc)
         if bump_epoch and self._tv < 2:
             self._epoch_bump_required = True
         if self.state is State.ABORTING_TRANSACTION:
@@ -404,12 +406,13 @@ class TransactionManager(ProduceSide):
             self._transition(State.ABORTABLE_ERROR, exc)
         else:
             self.transition_to_abortable_error(exc)
+        handler.result.set_error(exc)
 
     def init_refused(self, handler: TxnRequestHandler, exc: BaseException) -> None:
         """InitProducerId was refused for authorization: back to UNINITIALIZED, so that
         ``init_transactions()`` can be called again (the waiting call gets ``exc``)."""
-        handler.result.set_error(exc)
         self._transition(State.UNINITIALIZED)
+        handler.result.set_error(exc)
         self.log("warning", "txn.init_refused", error=repr(exc))
 
     def coordinator_found(self, key_type: str, key: str, node_id: int, host: str, port: int) -> None:

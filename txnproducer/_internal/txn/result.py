@@ -6,6 +6,10 @@ thread blocks on one of these objects with a bound (``max_block_ms``). The resul
 exactly once (success or error) by the Sender thread; waiting can be repeated, so a caller whose
 wait timed out can call the same API again and keep waiting for the same outcome (the Java
 client's behaviour since KIP-691).
+
+A caller that must not block (an asyncio event loop, :mod:`txnproducer.aio`) registers
+:meth:`TransactionalRequestResult.add_done_callback` instead of waiting, then reads the outcome
+with ``wait(0)`` once the callback fired.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from txnproducer import errors
+from txnproducer._internal.log import get_logger
 
 # called with (metric name, elapsed nanoseconds) when a wait first observes success
 MetricRecorder = Callable[[str, int], None]
@@ -42,6 +47,7 @@ class TransactionalRequestResult:
         self._created_ns = clock_ns()
         self._waited_once = False
         self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
 
     # --- completion (Sender thread) ------------------------------------------------------------
 
@@ -51,6 +57,8 @@ class TransactionalRequestResult:
             if self._event.is_set():
                 return
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        self._run(callbacks)
 
     def set_error(self, exc: BaseException) -> None:
         """Complete with ``exc``; no-op if already completed (first outcome wins)."""
@@ -59,6 +67,26 @@ class TransactionalRequestResult:
                 return
             self._error = exc
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        self._run(callbacks)
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once the result is complete: at once, on this thread, if it already is;
+        otherwise on the completing thread (the Sender's), so ``fn`` must only schedule work
+        (``loop.call_soon_threadsafe``). ``wait(0)`` then returns or raises the outcome."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    @staticmethod
+    def _run(callbacks: list[Callable[[], None]]) -> None:
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:  # a waiter's bug must not break the Sender thread
+                get_logger("txnproducer.transaction_manager").exception("txn.done_callback_failed")
 
     # --- observation (application threads) -----------------------------------------------------
 
@@ -89,17 +117,21 @@ class TransactionalRequestResult:
         start = self._created_ns if not self._waited_once else self._clock_ns()
         self._waited_once = True
         if not self._event.wait(timeout_s):
-            ms = round((timeout_s or 0.0) * 1000)
-            raise errors.TimeoutError(
-                f"{self.operation}() did not complete within {ms} ms ({bound_name}); it continues in"
-                f" the background: call {self.operation}() again to keep waiting for it"
-            )
+            raise self.timeout_error(timeout_s or 0.0, bound_name)
         first_ack = not self._acked
         self._acked = True
         if self._error is not None:
             raise self._error
         if first_ack and self._metric is not None and self._record_metric is not None:
             self._record_metric(self._metric, max(0, self._clock_ns() - start))
+
+    def timeout_error(self, timeout_s: float, bound_name: str) -> errors.TimeoutError:
+        """What a wait bounded by ``timeout_s`` (named ``bound_name``) raises when it runs out."""
+        ms = round(timeout_s * 1000)
+        return errors.TimeoutError(
+            f"{self.operation}() did not complete within {ms} ms ({bound_name}); it continues in"
+            f" the background: call {self.operation}() again to keep waiting for it"
+        )
 
     def __repr__(self) -> str:
         status = "pending" if not self.done() else ("ok" if self._error is None else repr(self._error))

@@ -1,6 +1,7 @@
 """Checks and answer fragments that several handler modules share, written once.
 
-Coordinator placement (NOT_COORDINATOR when this broker does not coordinate the key), the KIP-588
+Coordinator placement (NOT_COORDINATOR when this broker does not coordinate the key), partition
+leadership (``led_here``: the checks before a partition's data is answered), the KIP-588
 mapping of PRODUCER_FENCED for old request versions, the broker list of Metadata and Produce v10+, and
 the leader hint of NOT_LEADER_OR_FOLLOWER answers. Imports the domain modules only, never a handler.
 """
@@ -17,6 +18,7 @@ from .api import RequestContext
 if TYPE_CHECKING:  # pragma: no cover
     from ..cluster_state import ClusterState
     from ..group_coordinator import GroupCoordinator
+    from ..partition_log import PartitionLog
 
 
 class CoordinatorPlacement(Protocol):
@@ -45,6 +47,21 @@ def fenced_for_version(version: int, first_fenced_version: int, error: int) -> i
     if error == ec.PRODUCER_FENCED and version < first_fenced_version:
         return ec.INVALID_PRODUCER_EPOCH
     return error
+
+
+def led_here(state: ClusterState, ctx: RequestContext, topic: str, partition: int,
+             authorized: bool) -> tuple[int, PartitionLog | None]:
+    """(error code, log): whether this broker may answer for a partition, checked in Kafka's order -
+    TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER - and the log when
+    it may (NONE)."""
+    log = state.partition_log(topic, partition)
+    if not authorized:
+        return ec.TOPIC_AUTHORIZATION_FAILED, None
+    if log is None:
+        return ec.UNKNOWN_TOPIC_OR_PARTITION, None
+    if log.leader_id != ctx.broker_id:
+        return ec.NOT_LEADER_OR_FOLLOWER, None
+    return ec.NONE, log
 
 
 def broker_list(state: ClusterState) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from txnproducer._internal.protocol import error_codes as ec
 from .. import api_messages
 from ..cluster_state import ClusterState
 from ..security.acl import Operation, ResourceType
+from ._common import led_here
 from .api import Api, RequestContext
 
 
@@ -49,14 +50,8 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 "offset": -1,
                 "leader_epoch": -1,
             }
-            log = state.partition_log(t.name, p.partition_index)
-            if not describable:
-                entry["error_code"] = ec.TOPIC_AUTHORIZATION_FAILED
-            elif log is None:
-                entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
-            elif log.leader_id != ctx.broker_id:
-                entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
-            else:
+            entry["error_code"], log = led_here(state, ctx, t.name, p.partition_index, describable)
+            if log is not None:
                 entry["leader_epoch"] = log.leader_epoch
                 ts = p.timestamp
                 if ts == -2:  # earliest

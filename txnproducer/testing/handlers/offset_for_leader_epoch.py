@@ -29,6 +29,7 @@ from txnproducer._internal.protocol import error_codes as ec
 from .. import api_messages
 from ..cluster_state import ClusterState
 from ..security.acl import Operation, ResourceType
+from ._common import led_here
 from .api import Api, RequestContext
 
 
@@ -36,14 +37,10 @@ def _partition(state: ClusterState, ctx: RequestContext, topic: str, p: Any,
                describable: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"partition": p.partition, "error_code": ec.NONE, "leader_epoch": -1,
                              "end_offset": -1}
-    log = state.partition_log(topic, p.partition)
-    if not describable:
-        entry["error_code"] = ec.TOPIC_AUTHORIZATION_FAILED
-    elif log is None:
-        entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
-    elif log.leader_id != ctx.broker_id:
-        entry["error_code"] = ec.NOT_LEADER_OR_FOLLOWER
-    elif 0 <= p.current_leader_epoch < log.leader_epoch:
+    entry["error_code"], log = led_here(state, ctx, topic, p.partition, describable)
+    if log is None:
+        return entry
+    if 0 <= p.current_leader_epoch < log.leader_epoch:
         entry["error_code"] = ec.FENCED_LEADER_EPOCH
     elif p.current_leader_epoch > log.leader_epoch:
         entry["error_code"] = ec.UNKNOWN_LEADER_EPOCH

@@ -124,6 +124,34 @@ def _produce_partition(
     return out
 
 
+def coordinator_to_verify_with(state: ClusterState, ctx: RequestContext, request: Any) -> int | None:
+    """The broker this leader's KIP-890 check of ``request`` asks before appending: the coordinator of the
+    request's transactional id, when a partition this broker leads gets a transactional batch of a producer
+    without an open transaction there (Kafka's leader verifies, or under TV2 adds, the partition with the
+    coordinator then). None when no check is needed. The network side holds such a Produce while that
+    coordinator does not answer (``server.py``)."""
+    tid = request.transactional_id
+    if tid is None:
+        return None
+    for topic in request.topic_data:
+        name = topic.name
+        if ctx.api_version >= 13:
+            topic_id = getattr(topic, "topic_id", None)
+            found = state.topic_by_id(topic_id) if topic_id is not None else None
+            name = found.name if found is not None else None
+        for part in topic.partition_data:
+            log = state.partition_log(name, part.index) if name else None
+            if log is None or log.leader_id != ctx.broker_id:
+                continue
+            try:
+                batches = parse_batches(part.records or b"", validate_crc=False)
+            except InvalidRecordsError:
+                continue
+            if any(b.transactional and not log.has_ongoing_transaction(b.producer_id) for b in batches):
+                return state.coordinator_for(1, tid)
+    return None
+
+
 def _has_transactional_records(request: Any) -> bool:
     """Whether any batch of the request has the transactional bit (Kafka's ``RequestUtils``); reads only
     batch headers, so a malformed batch is left to the partition's own checks."""

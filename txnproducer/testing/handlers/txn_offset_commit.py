@@ -18,7 +18,8 @@ Version notes:
 - v2+: committed leader epoch (-1 before).
 - v3+ (KIP-447): generation id, member id and group instance id are checked.
 - v0-3: TRANSACTION_ABORTABLE (partition not in the transaction) is answered as INVALID_TXN_STATE.
-- v5 with TV2 finalized: implicit add of the offsets partition, no AddOffsetsToTxn needed.
+- v5 with TV2 finalized: implicit add of the offsets partition, no AddOffsetsToTxn needed (the request is
+  held while the transaction coordinator it must ask is black-holed, see ``coordinator_to_verify_with``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from ..cluster_state import GROUP_KEY, ClusterState
 from ..security.acl import Operation, ResourceType
+from ..txn_metadata import OFFSETS_TOPIC, offsets_partition_for
 from ._common import is_coordinator
 from .api import Api, RequestContext
 
@@ -56,6 +58,22 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
             part_cls(partition_index=partition, error_code=errors[(topic_name, partition)]))
     return resp_cls[version](throttle_time_ms=0,
                              topics=[topic_cls(name=t, partitions=ps) for t, ps in grouped.items()])
+
+
+def coordinator_to_verify_with(state: ClusterState, ctx: RequestContext, request: Any) -> int | None:
+    """The transaction coordinator this group coordinator asks before committing ``request``: under TV2
+    (v5) it adds the group's offsets partition to the transaction first, when it is not in it yet. None
+    when nothing is asked. The network side holds such a request while that coordinator does not answer
+    (``server.py``)."""
+    tid = request.transactional_id
+    if not tid or ctx.api_version < 5 or state.transaction_version < 2:
+        return None
+    if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
+        return None
+    md = state.txn.metadata(tid)
+    if md is not None and (OFFSETS_TOPIC, offsets_partition_for(request.group_id)) in md.partitions:
+        return None
+    return state.coordinator_for(1, tid)
 
 
 def _refusals(ctx: RequestContext, request: Any,

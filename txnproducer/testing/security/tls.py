@@ -97,7 +97,9 @@ class TlsMaterial:
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"a client certificate name must be a plain name, got {name!r}")
         if name not in self._clients:
-            cert = self._ca.issue_cert(common_name=name)
+            # a subjectAltName entry too: with none, trustme writes an empty (critical) extension, which
+            # Java's certificate path validation - a real Kafka broker's - rejects
+            cert = self._ca.issue_cert(f"{name}.clients.invalid", common_name=name)
             self._clients[name] = (
                 self._write(f"client-{name}.pem", b"".join(b.bytes() for b in cert.cert_chain_pems)),
                 self._write(f"client-{name}.key", cert.private_key_pem.bytes()),

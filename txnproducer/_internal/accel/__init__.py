@@ -1,0 +1,49 @@
+"""The optional compiled hot path: which implementation of the per-record path this process runs.
+
+Why a room of its own: the compiled extension (``_speedups.c``, built when a C compiler is there at
+install time) mirrors a few pure-Python pieces of other rooms (the record batch encoder, the
+accumulator's open-batch append, ``send()``'s common case) and is chosen once per process, here,
+before they are imported. The pure-Python modules stay the reference (same behaviour, byte-identical
+batches; tests compare the two); the extension only ever takes the cases it knows and hands every
+other one back to them.
+
+The pure-Python path runs when ``TXNPRODUCER_PURE_PYTHON`` is set to anything but ``""``/``0``, or when
+the extension is missing (no compiler at install time) or fails to load. ``PATH`` says which one
+runs (``txnproducer perf`` prints it) and ``REASON`` why.
+
+What it may import: nothing of txnproducer (a leaf every room may use).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+__all__ = ["ENV_VAR", "PATH", "REASON", "SPEEDUPS", "describe"]
+
+#: Set to 1 to run the pure-Python path even where the extension is built.
+ENV_VAR = "TXNPRODUCER_PURE_PYTHON"
+
+
+def _load() -> tuple[ModuleType | None, str]:
+    if os.environ.get(ENV_VAR, "") not in ("", "0"):
+        return None, f"{ENV_VAR}={os.environ[ENV_VAR]}"
+    try:
+        module = importlib.import_module(f"{__name__}._speedups")
+    except ModuleNotFoundError:  # not built: no C compiler at install time, or TXNPRODUCER_NO_EXTENSION
+        return None, "the compiled extension is not built"
+    except ImportError as exc:  # built for another Python, or broken
+        return None, f"the compiled extension failed to load: {exc}"
+    return module, f"compiled extension, CRC-32C by {module.crc_implementation()}"
+
+
+#: The extension module, or None on the pure-Python path.
+SPEEDUPS, REASON = _load()
+#: "compiled" or "pure-python".
+PATH = "compiled" if SPEEDUPS is not None else "pure-python"
+
+
+def describe() -> str:
+    """One line for tools and logs: the path and why."""
+    return f"{PATH} ({REASON})"

@@ -1,0 +1,1570 @@
+/*
+ * txnproducer._internal.accel._speedups: the compiled per-record path (optional).
+ *
+ * Why C: a record's trip through send() is a few dozen Python bytecodes of checks, a batch
+ * encoder append, a lock and a future; under the GIL every microsecond of it is lost throughput
+ * (benchmarks/README.md has the numbers that chose a hand-written extension over mypyc). The
+ * pure-Python modules stay the reference: this file mirrors them rule for rule, and every rule it
+ * does not handle (serializers, headers, an explicit partition, a custom partitioner, a full
+ * batch, memory waits, errors) is left to them by returning None before anything changed.
+ *
+ * What is here, and the Python it mirrors:
+ *   crc32c()            kafka.record.util.calc_crc32c (SSE4.2 instruction when the CPU has it)
+ *   murmur2()           kafka.partitioner.default.murmur2
+ *   BatchEncoder        protocol/record_batch.py BatchEncoder (same bytes; tests compare)
+ *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case
+ *   SendPath            producer.py TransactionalProducer.send, the common case
+ *
+ * Why one file of ~1,500 lines (the project keeps Python modules under 600): one extension module
+ * is one compile unit, and its parts share the helpers and the module state at the top.
+ *
+ * Thread safety: everything runs holding the GIL and never releases it except inside the
+ * accumulator's lock acquire (a threading.Lock, taken exactly where the Python code takes it).
+ * Objects of the Python classes (ProducerBatch, RecordFuture) are read and written through their
+ * __slots__ member descriptors, resolved once at construction and checked for their kind; a class
+ * whose slots differ from the expected ones is used through ordinary attribute access instead.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define SLOT_OBJECT_EX Py_T_OBJECT_EX
+#else
+#define SLOT_OBJECT_EX T_OBJECT_EX
+#endif
+
+/* ---------------------------------------------------------------- CRC-32C (Castagnoli) */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t
+crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF]
+            ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]]
+            ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_HW_CRC 1
+static int use_hw_crc = 0;
+
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = __builtin_ia32_crc32di(c, word);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+#endif
+
+static uint32_t
+crc32c(const unsigned char *p, size_t n)
+{
+#ifdef HAVE_HW_CRC
+    if (use_hw_crc)
+        return crc32c_hw(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+#endif
+    return crc32c_sw(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline int
+zz_len(int64_t v)
+{
+    uint64_t n = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int len = 1;
+    while (n > 0x7F) {
+        n >>= 7;
+        len++;
+    }
+    return len;
+}
+
+static inline unsigned char *
+put_zz(unsigned char *p, int64_t v)
+{
+    uint64_t n = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    while (n > 0x7F) {
+        *p++ = (unsigned char)((n & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    *p++ = (unsigned char)n;
+    return p;
+}
+
+static inline unsigned char *
+put_be(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        p[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+    return p + bytes;
+}
+
+/* A key, value or header block: None, or anything with the buffer protocol. */
+typedef struct {
+    const unsigned char *data;
+    Py_ssize_t len;   /* -1: None */
+    Py_buffer view;
+    int has_view;
+} Bytes;
+
+static int
+bytes_get(PyObject *obj, Bytes *out, const char *what)
+{
+    out->has_view = 0;
+    if (obj == Py_None) {
+        out->data = NULL;
+        out->len = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(obj)) {
+        out->data = (const unsigned char *)PyBytes_AS_STRING(obj);
+        out->len = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &out->view, PyBUF_SIMPLE) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s must be bytes-like or None, got %.100s", what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    out->has_view = 1;
+    out->data = (const unsigned char *)out->view.buf;
+    out->len = out->view.len;
+    return 0;
+}
+
+static void
+bytes_release(Bytes *b)
+{
+    if (b->has_view) {
+        PyBuffer_Release(&b->view);
+        b->has_view = 0;
+    }
+}
+
+static int
+as_int64(PyObject *obj, int64_t *out, const char *what)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, got %.100s", what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+#ifdef _WIN32
+#include <windows.h>
+
+static int64_t
+now_ms(void)
+{
+    FILETIME ft;  /* what time.time_ns() reads: 100 ns units since 1601 */
+    GetSystemTimePreciseAsFileTime(&ft);
+    uint64_t t = ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+    return (int64_t)((t - 116444736000000000ULL) / 10000);
+}
+#else
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);  /* what time.time_ns() reads */
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+#endif
+
+/* __slots__ access: the member descriptor's offset, or -1 when ``name`` is not a plain object
+ * slot of ``type`` (then callers use attribute access). */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (descr == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+        if (def->type == SLOT_OBJECT_EX && !(def->flags & READONLY))
+            offset = def->offset;
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Store ``value`` (a new reference, stolen) into a slot. */
+static inline void
+slot_set(PyObject *obj, Py_ssize_t off, PyObject *value)
+{
+    PyObject *old = SLOT(obj, off);
+    SLOT(obj, off) = value;
+    Py_XDECREF(old);
+}
+
+/* ---------------------------------------------------------------- module state */
+
+static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzip_level) */
+
+/* interned attribute names */
+static PyObject *s_closed, *s_crashed, *s_state, *s_partition_cache, *s_added, *s_add_partition, *s_add, *s_choose, *s_wakeup,
+    *s_acquire, *s_release, *s_append;
+
+/* ---------------------------------------------------------------- BatchEncoder */
+
+#define HEADER_SIZE 61
+#define CRC_OFFSET 17
+#define ATTRIBUTES_OFFSET 21
+#define AFTER_LEN_OFFSET 12
+#define TRANSACTIONAL_MASK 0x10
+#define CODEC_MASK 0x07
+
+typedef struct {
+    PyObject_HEAD
+    unsigned char *buf;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+    Py_ssize_t batch_size;
+    Py_ssize_t num_records;
+    int64_t first_ts;
+    int64_t max_ts;
+    int64_t producer_id;
+    int64_t producer_epoch;
+    int64_t base_sequence;
+    int codec;
+    int gzip_level;
+    int transactional;
+} EncoderObject;
+
+static PyTypeObject EncoderType;
+
+static int
+encoder_init(EncoderObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"compression_type", "is_transactional", "batch_size", "producer_id",
+                             "producer_epoch", "base_sequence", "gzip_level", NULL};
+    int codec, transactional, gzip_level = -1;
+    Py_ssize_t batch_size;
+    long long pid = -1, epoch = -1, seq = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipn|LLLi", kwlist, &codec, &transactional,
+                                     &batch_size, &pid, &epoch, &seq, &gzip_level))
+        return -1;
+    self->codec = codec & CODEC_MASK;
+    self->transactional = transactional;
+    self->batch_size = batch_size;
+    self->gzip_level = gzip_level;
+    self->producer_id = pid;
+    self->producer_epoch = epoch;
+    self->base_sequence = seq;
+    self->first_ts = -1;
+    self->max_ts = 0;
+    self->num_records = 0;
+    PyMem_Free(self->buf);
+    /* a batch is usually filled to batch_size: start there (bounded), double when needed */
+    Py_ssize_t cap = batch_size < 256 ? 256 : batch_size > (1 << 20) ? (1 << 20) : batch_size;
+    cap += HEADER_SIZE;
+    self->buf = PyMem_Malloc(cap);
+    if (self->buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->buf, 0, HEADER_SIZE);
+    self->cap = cap;
+    self->len = HEADER_SIZE;
+    return 0;
+}
+
+static void
+encoder_dealloc(EncoderObject *self)
+{
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Append one record; the batch's new size, -1 when it does not fit, -2 on error. */
+static Py_ssize_t
+encoder_append_raw(EncoderObject *self, int64_t ts, Bytes *key, Bytes *value, Bytes *headers)
+{
+    Py_ssize_t offset = self->num_records;
+    int64_t ts_delta = 0;
+    if (offset) {
+        int64_t first = self->first_ts;
+        if ((first < 0 && ts > INT64_MAX + first) || (first > 0 && ts < INT64_MIN + first)) {
+            PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit 64 bits");
+            return -2;
+        }
+        ts_delta = ts - first;
+    }
+    Py_ssize_t body = 1 + zz_len(ts_delta) + zz_len(offset) + headers->len;
+    body += key->len < 0 ? 1 : zz_len(key->len) + key->len;
+    body += value->len < 0 ? 1 : zz_len(value->len) + value->len;
+    Py_ssize_t total = zz_len(body) + body;
+    if (offset) {
+        if (total + self->len > self->batch_size)
+            return -1;
+    }
+    if (self->len + total > self->cap) {
+        Py_ssize_t cap = self->cap * 2;
+        if (cap < self->len + total)
+            cap = self->len + total;
+        unsigned char *grown = PyMem_Realloc(self->buf, cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -2;
+        }
+        self->buf = grown;
+        self->cap = cap;
+    }
+    unsigned char *p = self->buf + self->len;
+    p = put_zz(p, body);
+    *p++ = 0;  /* attributes */
+    p = put_zz(p, ts_delta);
+    p = put_zz(p, offset);
+    if (key->len < 0) {
+        *p++ = 1;  /* zig-zag -1: null */
+    } else {
+        p = put_zz(p, key->len);
+        memcpy(p, key->data, key->len);
+        p += key->len;
+    }
+    if (value->len < 0) {
+        *p++ = 1;
+    } else {
+        p = put_zz(p, value->len);
+        memcpy(p, value->data, value->len);
+        p += value->len;
+    }
+    memcpy(p, headers->data, headers->len);
+    if (offset) {
+        if (ts > self->max_ts)
+            self->max_ts = ts;
+    } else {
+        self->first_ts = ts;
+        self->max_ts = ts;
+    }
+    self->len += total;
+    self->num_records = offset + 1;
+    return self->len;
+}
+
+static PyObject *
+encoder_append(EncoderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "append(timestamp, key, value, headers_encoded)");
+        return NULL;
+    }
+    int64_t ts;
+    if (as_int64(args[0], &ts, "timestamp") < 0)
+        return NULL;
+    Bytes key, value, headers;
+    if (bytes_get(args[1], &key, "key") < 0)
+        return NULL;
+    if (bytes_get(args[2], &value, "value") < 0) {
+        bytes_release(&key);
+        return NULL;
+    }
+    if (bytes_get(args[3], &headers, "headers_encoded") < 0 || headers.len < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "headers_encoded must be bytes");
+        bytes_release(&key);
+        bytes_release(&value);
+        return NULL;
+    }
+    Py_ssize_t size = encoder_append_raw(self, ts, &key, &value, &headers);
+    bytes_release(&key);
+    bytes_release(&value);
+    bytes_release(&headers);
+    if (size == -2)
+        return NULL;
+    return PyLong_FromSsize_t(size);
+}
+
+static PyObject *
+encoder_size(EncoderObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(self->len);
+}
+
+static PyObject *
+encoder_set_producer_state(EncoderObject *self, PyObject *args)
+{
+    long long pid, epoch, seq;
+    int transactional;
+    if (!PyArg_ParseTuple(args, "LLLp", &pid, &epoch, &seq, &transactional))
+        return NULL;
+    self->producer_id = pid;
+    self->producer_epoch = epoch;
+    self->base_sequence = seq;
+    self->transactional = transactional;
+    Py_RETURN_NONE;
+}
+
+static int
+check_range(int64_t v, int64_t lo, int64_t hi, const char *what)
+{
+    if (v < lo || v > hi) {
+        PyErr_Format(PyExc_OverflowError, "%s %lld does not fit the batch header", what, (long long)v);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+encoder_build(EncoderObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_range(self->producer_epoch, INT16_MIN, INT16_MAX, "producer epoch") < 0
+        || check_range(self->base_sequence, INT32_MIN, INT32_MAX, "base sequence") < 0)
+        return NULL;
+    int attributes = self->transactional ? TRANSACTIONAL_MASK : 0;
+    const unsigned char *payload = self->buf + HEADER_SIZE;
+    Py_ssize_t payload_len = self->len - HEADER_SIZE;
+    PyObject *compressed = NULL;
+    if (self->codec) {
+        if (compress_fn == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "_speedups.configure(compress=...) was not called");
+            return NULL;
+        }
+        PyObject *data = PyBytes_FromStringAndSize((const char *)payload, payload_len);
+        if (data == NULL)
+            return NULL;
+        compressed = PyObject_CallFunction(compress_fn, "iOi", self->codec, data, self->gzip_level);
+        Py_DECREF(data);
+        if (compressed == NULL)
+            return NULL;
+        if (!PyBytes_Check(compressed)) {
+            Py_DECREF(compressed);
+            PyErr_SetString(PyExc_TypeError, "compress must return bytes");
+            return NULL;
+        }
+        if (PyBytes_GET_SIZE(compressed) < payload_len) {  /* only when it helps, as kafka-python */
+            payload = (const unsigned char *)PyBytes_AS_STRING(compressed);
+            payload_len = PyBytes_GET_SIZE(compressed);
+            attributes |= self->codec;
+        }
+    }
+    Py_ssize_t total = HEADER_SIZE + payload_len;
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, total);
+    if (out == NULL) {
+        Py_XDECREF(compressed);
+        return NULL;
+    }
+    unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(out);
+    memcpy(b + HEADER_SIZE, payload, payload_len);
+    Py_XDECREF(compressed);
+    int has = self->num_records > 0;
+    unsigned char *p = b;
+    p = put_be(p, 0, 8);                                   /* base offset */
+    p = put_be(p, (uint32_t)(total - AFTER_LEN_OFFSET), 4);  /* batch length */
+    p = put_be(p, 0, 4);                                   /* partition leader epoch */
+    *p++ = 2;                                              /* magic */
+    p = put_be(p, 0, 4);                                   /* CRC, below */
+    p = put_be(p, (uint16_t)attributes, 2);
+    p = put_be(p, (uint32_t)(has ? self->num_records - 1 : 0), 4);
+    p = put_be(p, (uint64_t)(has ? self->first_ts : 0), 8);
+    p = put_be(p, (uint64_t)(has ? self->max_ts : 0), 8);
+    p = put_be(p, (uint64_t)self->producer_id, 8);
+    p = put_be(p, (uint16_t)self->producer_epoch, 2);
+    p = put_be(p, (uint32_t)self->base_sequence, 4);
+    put_be(p, (uint32_t)self->num_records, 4);
+    put_be(b + CRC_OFFSET, crc32c(b + ATTRIBUTES_OFFSET, total - ATTRIBUTES_OFFSET), 4);
+    return out;
+}
+
+static PyObject *
+encoder_get_num_records(EncoderObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->num_records);
+}
+
+static PyMethodDef encoder_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))encoder_append, METH_FASTCALL,
+     "append(timestamp, key, value, headers_encoded) -> the batch's size with the record, or -1"},
+    {"size", (PyCFunction)encoder_size, METH_NOARGS, "Bytes written so far (header included)."},
+    {"set_producer_state", (PyCFunction)encoder_set_producer_state, METH_VARARGS,
+     "set_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)"},
+    {"build", (PyCFunction)encoder_build, METH_NOARGS, "The batch: header, codec and CRC."},
+    {NULL}
+};
+
+static PyMemberDef encoder_members[] = {
+    {"batch_size", T_PYSSIZET, offsetof(EncoderObject, batch_size), 0, "capacity in bytes"},
+    {NULL}
+};
+
+static PyGetSetDef encoder_getset[] = {
+    {"num_records", (getter)encoder_get_num_records, NULL, "records appended", NULL},
+    {NULL}
+};
+
+static PyTypeObject EncoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txnproducer._internal.accel._speedups.BatchEncoder",
+    .tp_basicsize = sizeof(EncoderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Compiled magic-v2 batch encoder; the same bytes as protocol.record_batch.BatchEncoder.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)encoder_init,
+    .tp_dealloc = (destructor)encoder_dealloc,
+    .tp_methods = encoder_methods,
+    .tp_members = encoder_members,
+    .tp_getset = encoder_getset,
+};
+
+/* ---------------------------------------------------------------- Mutex */
+
+/* The accumulator's lock when the accelerator runs: a plain lock like threading.Lock (acquire,
+ * release, the context manager; threading.Condition works on it), which the Appender takes
+ * without a Python call (a method call on threading.Lock parses its arguments: ~300 instructions
+ * per acquire). Blocking waits release the GIL, as threading.Lock's do. */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    int locked;
+} MutexObject;
+
+static PyTypeObject MutexType;
+
+static PyObject *
+mutex_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    MutexObject *self = (MutexObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+mutex_dealloc(MutexObject *self)
+{
+    if (self->lock != NULL) {
+        if (self->locked)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* 1 acquired, 0 timed out; ``timeout_us`` < 0 waits for ever. */
+static int
+mutex_lock(MutexObject *self, PY_TIMEOUT_T timeout_us)
+{
+    PyLockStatus r = PyThread_acquire_lock_timed(self->lock, 0, 0);
+    if (r != PY_LOCK_ACQUIRED && timeout_us != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
+        Py_END_ALLOW_THREADS
+    }
+    if (r != PY_LOCK_ACQUIRED)
+        return 0;
+    self->locked = 1;
+    return 1;
+}
+
+static void
+mutex_unlock(MutexObject *self)
+{
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
+}
+
+static PyObject *
+mutex_acquire(MutexObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    PY_TIMEOUT_T us = !blocking ? 0 : timeout < 0 ? -1 : (PY_TIMEOUT_T)(timeout * 1e6);
+    if (us > PY_TIMEOUT_MAX)
+        us = PY_TIMEOUT_MAX;
+    return PyBool_FromLong(mutex_lock(self, us));
+}
+
+static PyObject *
+mutex_release(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    mutex_unlock(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mutex_enter(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    mutex_lock(self, -1);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+mutex_exit(MutexObject *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+{
+    return mutex_release(self, NULL);
+}
+
+static PyObject *
+mutex_locked(MutexObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyMethodDef mutex_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))mutex_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1) -> bool"},
+    {"release", (PyCFunction)mutex_release, METH_NOARGS, "release()"},
+    {"locked", (PyCFunction)mutex_locked, METH_NOARGS, "locked() -> bool"},
+    {"__enter__", (PyCFunction)mutex_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))mutex_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyTypeObject MutexType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txnproducer._internal.accel._speedups.Mutex",
+    .tp_basicsize = sizeof(MutexObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A lock like threading.Lock that the compiled append takes without a Python call.",
+    .tp_new = mutex_new,
+    .tp_dealloc = (destructor)mutex_dealloc,
+    .tp_methods = mutex_methods,
+};
+
+/* ---------------------------------------------------------------- Appender */
+
+/* The Python classes' slots the per-record path touches (offsets; -1: not a plain slot). */
+typedef struct {
+    PyTypeObject *batch_type;
+    Py_ssize_t b_full, b_builder, b_record_count;
+    PyTypeObject *future_type;
+    Py_ssize_t f_batch, f_index, f_timestamp, f_key_size, f_value_size, f_callbacks;
+    int future_direct;  /* RecordFuture has exactly the slots above: fill them without __init__ */
+} Layout;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *acc;        /* the RecordAccumulator */
+    PyObject *batches;    /* acc._batches: tp -> deque[ProducerBatch] */
+    PyObject *mutex;      /* acc._mutex: a Mutex (taken directly), or a lock with acquire/release */
+    PyObject *acquire;
+    PyObject *release;
+    Py_ssize_t full_at;
+    Layout layout;
+} AppenderObject;
+
+static PyTypeObject AppenderType;
+
+static int
+layout_init(Layout *l, PyObject *batch_type, PyObject *future_type)
+{
+    if (!PyType_Check(batch_type) || !PyType_Check(future_type)) {
+        PyErr_SetString(PyExc_TypeError, "batch_type and future_type must be classes");
+        return -1;
+    }
+    l->batch_type = (PyTypeObject *)batch_type;
+    l->b_full = slot_offset(l->batch_type, "full");
+    l->b_builder = slot_offset(l->batch_type, "builder");
+    l->b_record_count = slot_offset(l->batch_type, "record_count");
+    if (l->b_full < 0 || l->b_builder < 0 || l->b_record_count < 0) {
+        PyErr_SetString(PyExc_TypeError, "ProducerBatch lacks the slots full, builder, record_count");
+        return -1;
+    }
+    l->future_type = (PyTypeObject *)future_type;
+    l->f_batch = slot_offset(l->future_type, "_batch");
+    l->f_index = slot_offset(l->future_type, "_index");
+    l->f_timestamp = slot_offset(l->future_type, "_timestamp");
+    l->f_key_size = slot_offset(l->future_type, "_key_size");
+    l->f_value_size = slot_offset(l->future_type, "_value_size");
+    l->f_callbacks = slot_offset(l->future_type, "_callbacks");
+    l->future_direct = 0;
+    if (l->f_batch >= 0 && l->f_index >= 0 && l->f_timestamp >= 0 && l->f_key_size >= 0
+        && l->f_value_size >= 0 && l->f_callbacks >= 0 && l->future_type->tp_dictoffset == 0) {
+        /* exactly these six slots, nothing more (a new slot would need its __init__ value) */
+        PyObject *slots = PyObject_GetAttrString(future_type, "__slots__");
+        if (slots == NULL)
+            return -1;
+        Py_ssize_t n = PySequence_Size(slots);
+        Py_DECREF(slots);
+        if (n < 0)
+            return -1;
+        l->future_direct = n == 6 && l->future_type->tp_base == &PyBaseObject_Type;
+    }
+    return 0;
+}
+
+static PyObject *
+new_future(Layout *l, PyObject *batch, Py_ssize_t index, PyObject *timestamp, Py_ssize_t key_size,
+           Py_ssize_t value_size)
+{
+    PyObject *pi = PyLong_FromSsize_t(index);
+    PyObject *pk = PyLong_FromSsize_t(key_size);
+    PyObject *pv = PyLong_FromSsize_t(value_size);
+    if (pi == NULL || pk == NULL || pv == NULL)
+        goto fail;
+    if (!l->future_direct) {
+        PyObject *f = PyObject_CallFunctionObjArgs((PyObject *)l->future_type, batch, pi, timestamp,
+                                                   pk, pv, NULL);
+        Py_DECREF(pi);
+        Py_DECREF(pk);
+        Py_DECREF(pv);
+        return f;
+    }
+    PyObject *f = l->future_type->tp_alloc(l->future_type, 0);
+    if (f == NULL)
+        goto fail;
+    Py_INCREF(batch);
+    SLOT(f, l->f_batch) = batch;
+    SLOT(f, l->f_index) = pi;
+    Py_INCREF(timestamp);
+    SLOT(f, l->f_timestamp) = timestamp;
+    SLOT(f, l->f_key_size) = pk;
+    SLOT(f, l->f_value_size) = pv;
+    Py_INCREF(Py_None);
+    SLOT(f, l->f_callbacks) = Py_None;
+    return f;
+fail:
+    Py_XDECREF(pi);
+    Py_XDECREF(pk);
+    Py_XDECREF(pv);
+    return NULL;
+}
+
+static int
+appender_init(AppenderObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"accumulator", "batches", "mutex", "full_at", "batch_type", "future_type",
+                             NULL};
+    PyObject *acc, *batches, *mutex, *batch_type, *future_type;
+    Py_ssize_t full_at;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OnOO", kwlist, &acc, &PyDict_Type, &batches,
+                                     &mutex, &full_at, &batch_type, &future_type))
+        return -1;
+    if (layout_init(&self->layout, batch_type, future_type) < 0)
+        return -1;
+    PyObject *acquire = PyObject_GetAttr(mutex, s_acquire);
+    if (acquire == NULL)
+        return -1;
+    PyObject *release = PyObject_GetAttr(mutex, s_release);
+    if (release == NULL) {
+        Py_DECREF(acquire);
+        return -1;
+    }
+    Py_INCREF(acc);
+    Py_XSETREF(self->acc, acc);
+    Py_INCREF(batches);
+    Py_XSETREF(self->batches, batches);
+    Py_XSETREF(self->acquire, acquire);
+    Py_XSETREF(self->release, release);
+    Py_INCREF(mutex);
+    Py_XSETREF(self->mutex, mutex);
+    Py_INCREF(batch_type);
+    Py_INCREF(future_type);
+    self->full_at = full_at;
+    return 0;
+}
+
+static int
+appender_traverse(AppenderObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->acc);
+    Py_VISIT(self->batches);
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
+    Py_VISIT(self->mutex);
+    return 0;
+}
+
+static int
+appender_clear(AppenderObject *self)
+{
+    Py_CLEAR(self->acc);
+    Py_CLEAR(self->batches);
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
+    Py_CLEAR(self->mutex);
+    return 0;
+}
+
+static void
+appender_dealloc(AppenderObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    appender_clear(self);
+    /* the classes were kept alive by a reference taken in init */
+    Py_XDECREF(self->layout.batch_type);
+    Py_XDECREF(self->layout.future_type);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The open-batch case of RecordAccumulator.append. Returns (future, wake), or Py_None (a new
+ * reference) when the Python path must decide (no open batch, it is full, the accumulator is
+ * closed, or a builder that is not ours); NULL on error. ``ts_obj`` may be NULL (then ``ts`` is
+ * used). Nothing changes before a Py_None answer. */
+static PyObject *
+appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts_obj, Bytes *key,
+                    Bytes *value, Bytes *headers)
+{
+    Layout *l = &self->layout;
+    int direct = Py_IS_TYPE(self->mutex, &MutexType);
+    if (direct) {
+        mutex_lock((MutexObject *)self->mutex, -1);
+    } else {
+        PyObject *r = PyObject_CallNoArgs(self->acquire);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    PyObject *result = NULL;
+    PyObject *closed = PyObject_GetAttr(self->acc, s_closed);
+    if (closed == NULL)
+        goto unlock;
+    int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    if (is_closed < 0)
+        goto unlock;
+    if (is_closed)
+        goto python;
+    PyObject *dq = PyDict_GetItemWithError(self->batches, tp);  /* borrowed */
+    if (dq == NULL) {
+        if (PyErr_Occurred())
+            goto unlock;
+        goto python;
+    }
+    Py_ssize_t n = PySequence_Size(dq);
+    if (n < 0)
+        goto unlock;
+    if (n == 0)
+        goto python;
+    PyObject *last = PySequence_GetItem(dq, n - 1);
+    if (last == NULL)
+        goto unlock;
+    if (Py_TYPE(last) != l->batch_type) {
+        Py_DECREF(last);
+        goto python;
+    }
+    PyObject *full = SLOT(last, l->b_full);
+    PyObject *builder = SLOT(last, l->b_builder);
+    PyObject *count = SLOT(last, l->b_record_count);
+    if (full != Py_False || builder == NULL || !Py_IS_TYPE(builder, &EncoderType) || count == NULL
+        || !PyLong_CheckExact(count)) {
+        Py_DECREF(last);
+        goto python;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(count);
+    if (index == -1 && PyErr_Occurred()) {
+        Py_DECREF(last);
+        goto unlock;
+    }
+    PyObject *new_count = PyLong_FromSsize_t(index + 1);
+    PyObject *ts_own = ts_obj != NULL ? (Py_INCREF(ts_obj), ts_obj) : PyLong_FromLongLong(ts);
+    if (new_count == NULL || ts_own == NULL) {
+        Py_XDECREF(new_count);
+        Py_XDECREF(ts_own);
+        Py_DECREF(last);
+        goto unlock;
+    }
+    Py_ssize_t size = encoder_append_raw((EncoderObject *)builder, ts, key, value, headers);
+    if (size < 0) {
+        Py_DECREF(new_count);
+        Py_DECREF(ts_own);
+        Py_DECREF(last);
+        if (size == -2)
+            goto unlock;
+        goto python;  /* does not fit: the Python path closes the batch and starts one */
+    }
+    slot_set(last, l->b_record_count, new_count);
+    PyObject *future = new_future(l, last, index, ts_own, key->len < 0 ? -1 : key->len,
+                                  value->len < 0 ? -1 : value->len);
+    Py_DECREF(ts_own);
+    Py_DECREF(last);
+    if (future == NULL)
+        goto unlock;
+    result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(future);
+        goto unlock;
+    }
+    PyObject *wake = size >= self->full_at ? Py_True : Py_False;
+    Py_INCREF(wake);
+    PyTuple_SET_ITEM(result, 0, future);
+    PyTuple_SET_ITEM(result, 1, wake);
+    goto unlock;
+python:
+    Py_INCREF(Py_None);
+    result = Py_None;
+unlock:
+    if (direct) {
+        mutex_unlock((MutexObject *)self->mutex);
+        return result;
+    }
+    {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyObject *rr = PyObject_CallNoArgs(self->release);
+        if (rr == NULL) {
+            Py_XDECREF(exc_type);
+            Py_XDECREF(exc_value);
+            Py_XDECREF(exc_tb);
+            Py_XDECREF(result);
+            return NULL;
+        }
+        Py_DECREF(rr);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    return result;
+}
+
+/* append(tp, timestamp_or_None, key, value, headers_encoded) -> (future, wake) or None */
+static PyObject *
+appender_call(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "append(tp, timestamp, key, value, headers_encoded)");
+        return NULL;
+    }
+    int64_t ts;
+    PyObject *ts_obj = args[1];
+    if (ts_obj == Py_None) {
+        ts = now_ms();
+        ts_obj = NULL;
+    } else if (as_int64(ts_obj, &ts, "timestamp") < 0) {
+        return NULL;
+    }
+    Bytes key, value, headers;
+    if (bytes_get(args[2], &key, "key") < 0)
+        return NULL;
+    if (bytes_get(args[3], &value, "value") < 0) {
+        bytes_release(&key);
+        return NULL;
+    }
+    if (bytes_get(args[4], &headers, "headers_encoded") < 0 || headers.len < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "headers_encoded must be bytes");
+        bytes_release(&key);
+        bytes_release(&value);
+        return NULL;
+    }
+    PyObject *out = appender_append_raw(self, args[0], ts, ts_obj, &key, &value, &headers);
+    bytes_release(&key);
+    bytes_release(&value);
+    bytes_release(&headers);
+    return out;
+}
+
+static PyMethodDef appender_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))appender_call, METH_FASTCALL,
+     "append(tp, timestamp, key, value, headers_encoded) -> (future, wake), or None: use the Python path"},
+    {NULL}
+};
+
+static PyTypeObject AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txnproducer._internal.accel._speedups.Appender",
+    .tp_basicsize = sizeof(AppenderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "RecordAccumulator.append for a record that joins an open batch.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)appender_init,
+    .tp_dealloc = (destructor)appender_dealloc,
+    .tp_traverse = (traverseproc)appender_traverse,
+    .tp_clear = (inquiry)appender_clear,
+    .tp_methods = appender_methods,
+};
+
+/* ---------------------------------------------------------------- SendPath */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *producer;      /* reads _closed, _added */
+    PyObject *sender;        /* reads crashed */
+    PyObject *tm;            /* reads state; add_partition() */
+    PyObject *net;           /* reads partition_cache; wakeup() */
+    PyObject *in_transaction;
+    PyObject *current;       /* the sticky partitioner's topic -> StickyPartition dict */
+    PyObject *sticky;        /* the StickyPartitioner: _choose(topic, parts) */
+    PyObject *tps;           /* topic -> {partition: TopicPartition} */
+    PyObject *appender;      /* AppenderObject */
+    PyObject *no_headers;    /* encoded "no headers" */
+    Py_ssize_t sticky_batch_size;
+    Py_ssize_t record_overhead;
+    int plain_keys, plain_values, builtin_partitioner;
+    PyTypeObject *sticky_type;  /* StickyPartition: its slots parts, tp, produced by offset */
+    Py_ssize_t sp_parts, sp_tp, sp_produced;
+} SendPathObject;
+
+static PyTypeObject SendPathType;
+
+static int
+sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"producer", "sender", "transaction_manager", "network", "in_transaction",
+                             "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
+                             "appender", "no_headers", "record_overhead", "plain_keys",
+                             "plain_values", "builtin_partitioner", "sticky_type", NULL};
+    PyObject *producer, *sender, *tm, *net, *in_txn, *sticky, *current, *tps, *appender, *no_headers;
+    PyObject *sticky_type;
+    Py_ssize_t sticky_batch_size, record_overhead;
+    int plain_keys, plain_values, builtin;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!O!npppO!", kwlist, &producer, &sender,
+                                     &tm, &net, &in_txn, &sticky, &PyDict_Type, &current,
+                                     &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
+                                     &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
+                                     &plain_values, &builtin, &PyType_Type, &sticky_type))
+        return -1;
+    Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
+    Py_ssize_t sp_tp = slot_offset((PyTypeObject *)sticky_type, "tp");
+    Py_ssize_t sp_produced = slot_offset((PyTypeObject *)sticky_type, "produced");
+    if (sp_parts < 0 || sp_tp < 0 || sp_produced < 0) {
+        PyErr_SetString(PyExc_TypeError, "StickyPartition lacks the slots parts, tp, produced");
+        return -1;
+    }
+    self->sp_parts = sp_parts;
+    self->sp_tp = sp_tp;
+    self->sp_produced = sp_produced;
+    Py_INCREF(sticky_type);
+    Py_XSETREF(self->sticky_type, (PyTypeObject *)sticky_type);
+#define KEEP(field, obj) do { Py_INCREF(obj); Py_XSETREF(self->field, obj); } while (0)
+    KEEP(producer, producer);
+    KEEP(sender, sender);
+    KEEP(tm, tm);
+    KEEP(net, net);
+    KEEP(in_transaction, in_txn);
+    KEEP(sticky, sticky);
+    KEEP(current, current);
+    KEEP(tps, tps);
+    KEEP(appender, appender);
+    KEEP(no_headers, no_headers);
+#undef KEEP
+    self->sticky_batch_size = sticky_batch_size;
+    self->record_overhead = record_overhead;
+    self->plain_keys = plain_keys;
+    self->plain_values = plain_values;
+    self->builtin_partitioner = builtin;
+    return 0;
+}
+
+static int
+sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->producer);
+    Py_VISIT(self->sender);
+    Py_VISIT(self->tm);
+    Py_VISIT(self->net);
+    Py_VISIT(self->in_transaction);
+    Py_VISIT(self->sticky);
+    Py_VISIT(self->current);
+    Py_VISIT(self->tps);
+    Py_VISIT(self->appender);
+    Py_VISIT(self->no_headers);
+    Py_VISIT(self->sticky_type);
+    return 0;
+}
+
+static int
+sendpath_clear(SendPathObject *self)
+{
+    Py_CLEAR(self->producer);
+    Py_CLEAR(self->sender);
+    Py_CLEAR(self->tm);
+    Py_CLEAR(self->net);
+    Py_CLEAR(self->in_transaction);
+    Py_CLEAR(self->sticky);
+    Py_CLEAR(self->current);
+    Py_CLEAR(self->tps);
+    Py_CLEAR(self->appender);
+    Py_CLEAR(self->no_headers);
+    Py_CLEAR(self->sticky_type);
+    return 0;
+}
+
+static void
+sendpath_dealloc(SendPathObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    sendpath_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static uint32_t
+murmur2_raw(const unsigned char *data, Py_ssize_t length)
+{
+    const uint32_t m = 0x5bd1e995;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    Py_ssize_t length4 = length / 4;
+    for (Py_ssize_t i = 0; i < length4; i++) {
+        const unsigned char *q = data + 4 * i;
+        uint32_t k = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    Py_ssize_t tail = length & ~(Py_ssize_t)3;
+    switch (length % 4) {
+    case 3: h ^= (uint32_t)data[tail + 2] << 16; /* fall through */
+    case 2: h ^= (uint32_t)data[tail + 1] << 8;  /* fall through */
+    case 1: h ^= data[tail]; h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+/* Is ``obj`` (an attribute read) the object ``expected``? -1 on error. */
+static int
+attr_is(PyObject *owner, PyObject *name, PyObject *expected)
+{
+    PyObject *v = PyObject_GetAttr(owner, name);
+    if (v == NULL)
+        return -1;
+    int same = v == expected;
+    Py_DECREF(v);
+    return same;
+}
+
+/* After the append: tp joins the transaction, the sticky partitioner counts, the Sender wakes
+ * (producer.send()'s order). Returns 0, or -1 with an exception set. */
+static int
+sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObject *sticky_obj,
+                      Py_ssize_t appended, int wake)
+{
+    int in_txn = attr_is(self->tm, s_state, self->in_transaction);
+    if (in_txn < 0)
+        return -1;
+    int known = 0;
+    if (in_txn) {
+        PyObject *added = PyObject_GetAttr(self->producer, s_added);
+        if (added == NULL)
+            return -1;
+        known = PySet_Check(added) ? PySet_Contains(added, tp) : PySequence_Contains(added, tp);
+        Py_DECREF(added);
+        if (known < 0)
+            return -1;
+    }
+    if (!known) {
+        PyObject *r = PyObject_CallMethodOneArg(self->tm, s_add_partition, tp);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        PyObject *added = PyObject_GetAttr(self->producer, s_added);
+        if (added == NULL)
+            return -1;
+        r = PyObject_CallMethodOneArg(added, s_add, tp);
+        Py_DECREF(added);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    if (sticky_obj != NULL) {
+        /* sticky_obj is a StickyPartition (checked by the caller): its slots by offset */
+        PyObject *produced_obj = SLOT(sticky_obj, self->sp_produced);
+        if (produced_obj == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "StickyPartition.produced is not set");
+            return -1;
+        }
+        Py_ssize_t produced = PyLong_AsSsize_t(produced_obj);
+        if (produced == -1 && PyErr_Occurred())
+            return -1;
+        produced += appended;
+        PyObject *p = PyLong_FromSsize_t(produced);
+        if (p == NULL)
+            return -1;
+        slot_set(sticky_obj, self->sp_produced, p);
+        /* Whether tp's last batch is full: ``wake`` is exactly that, computed under the
+         * accumulator's lock with the append (the record joined an open batch, so the batch is
+         * full when it reached its capacity), as the Java client computes it in append(); the
+         * Python path asks is_last_batch_full() afterwards, which takes the lock again. */
+        if (produced >= self->sticky_batch_size && (wake || produced >= 2 * self->sticky_batch_size)) {
+            {
+                PyObject *parts = SLOT(sticky_obj, self->sp_parts);
+                if (parts == NULL) {
+                    PyErr_SetString(PyExc_AttributeError, "StickyPartition.parts is not set");
+                    return -1;
+                }
+                Py_INCREF(parts);
+                PyObject *r = PyObject_CallMethodObjArgs(self->sticky, s_choose, topic, parts, NULL);
+                Py_DECREF(parts);
+                if (r == NULL)
+                    return -1;
+                Py_DECREF(r);
+            }
+        }
+    }
+    if (wake) {
+        PyObject *r = PyObject_CallMethodNoArgs(self->net, s_wakeup);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+/* send(topic, value, key, timestamp_ms) -> RecordFuture, or None: the Python send() decides. */
+static PyObject *
+sendpath_call(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "send(topic, value, key, timestamp_ms)");
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *ts_arg = args[3];
+    if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
+        Py_RETURN_NONE;
+    if (!(value == Py_None || (self->plain_values && PyBytes_CheckExact(value))))
+        Py_RETURN_NONE;
+    if (!(key == Py_None || (self->plain_keys && PyBytes_CheckExact(key))))
+        Py_RETURN_NONE;
+    if (!self->builtin_partitioner)
+        Py_RETURN_NONE;
+    int64_t ts;
+    PyObject *ts_obj = NULL;
+    if (ts_arg == Py_None) {
+        ts = now_ms();
+    } else {
+        if (!PyLong_CheckExact(ts_arg))
+            Py_RETURN_NONE;
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(ts_arg, &overflow);
+        if (overflow || v < 0) {
+            if (v == -1 && PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        ts = v;
+        ts_obj = ts_arg;
+    }
+    /* the producer is open and its Sender alive */
+    PyObject *closed = PyObject_GetAttr(self->producer, s_closed);
+    if (closed == NULL)
+        return NULL;
+    int is_closed = closed != Py_False;
+    Py_DECREF(closed);
+    if (is_closed)
+        Py_RETURN_NONE;
+    int ok = attr_is(self->sender, s_crashed, Py_None);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    ok = attr_is(self->tm, s_state, self->in_transaction);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    /* partitions known (the Python path fetches metadata) */
+    PyObject *cache = PyObject_GetAttr(self->net, s_partition_cache);
+    if (cache == NULL)
+        return NULL;
+    PyObject *parts = PyDict_Check(cache) ? PyDict_GetItemWithError(cache, topic) : NULL;
+    Py_XINCREF(parts);
+    Py_DECREF(cache);
+    if (parts == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int has_parts = PyObject_IsTrue(parts);
+    if (has_parts <= 0) {
+        Py_DECREF(parts);
+        return has_parts < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *tp = NULL;          /* borrowed from the dicts it lives in, kept by a reference below */
+    PyObject *sticky_obj = NULL;  /* a new reference when keyless */
+    if (key == Py_None) {
+        sticky_obj = PyDict_GetItemWithError(self->current, topic);
+        if (sticky_obj == NULL) {
+            Py_DECREF(parts);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;  /* the Python path chooses the topic's first partition */
+        }
+        if (Py_TYPE(sticky_obj) != self->sticky_type || SLOT(sticky_obj, self->sp_parts) != parts
+            || SLOT(sticky_obj, self->sp_tp) == NULL || SLOT(sticky_obj, self->sp_produced) == NULL) {
+            Py_DECREF(parts);
+            Py_RETURN_NONE;  /* the topic's metadata changed: the Python path chooses again */
+        }
+        Py_INCREF(sticky_obj);
+        tp = SLOT(sticky_obj, self->sp_tp);
+        Py_INCREF(tp);
+    } else {
+        Py_ssize_t count = PySequence_Size(parts);
+        if (count <= 0) {
+            Py_DECREF(parts);
+            return count < 0 ? NULL : Py_NewRef(Py_None);
+        }
+        uint32_t h = murmur2_raw((const unsigned char *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key));
+        long partition = (long)((h & 0x7FFFFFFFu) % (uint32_t)count);
+        PyObject *by_partition = PyDict_GetItemWithError(self->tps, topic);
+        PyObject *pnum = by_partition != NULL && PyDict_Check(by_partition) ? PyLong_FromLong(partition) : NULL;
+        if (pnum != NULL) {
+            tp = PyDict_GetItemWithError(by_partition, pnum);
+            Py_DECREF(pnum);
+            Py_XINCREF(tp);
+        }
+        if (tp == NULL) {
+            Py_DECREF(parts);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;  /* first record of this partition: the Python path makes its tp */
+        }
+    }
+    Py_DECREF(parts);
+    Bytes kb, vb, hb;
+    bytes_get(key, &kb, "key");      /* None or exact bytes: cannot fail */
+    bytes_get(value, &vb, "value");
+    bytes_get(self->no_headers, &hb, "headers");
+    PyObject *done = appender_append_raw((AppenderObject *)self->appender, tp, ts, ts_obj, &kb, &vb, &hb);
+    if (done == NULL || done == Py_None) {
+        Py_DECREF(tp);
+        Py_XDECREF(sticky_obj);
+        return done;  /* an error, or the Python path (nothing changed yet) */
+    }
+    Py_ssize_t appended = self->record_overhead + (kb.len < 0 ? 0 : kb.len) + (vb.len < 0 ? 0 : vb.len);
+    int wake = PyTuple_GET_ITEM(done, 1) == Py_True;
+    PyObject *future = PyTuple_GET_ITEM(done, 0);
+    Py_INCREF(future);
+    Py_DECREF(done);
+    int rc = sendpath_after_append(self, topic, tp, sticky_obj, appended, wake);
+    Py_DECREF(tp);
+    Py_XDECREF(sticky_obj);
+    if (rc < 0) {
+        Py_DECREF(future);
+        return NULL;
+    }
+    return future;
+}
+
+static PyObject *
+sendpath_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_SetString(PyExc_TypeError, "SendPath takes positional arguments only");
+        return NULL;
+    }
+    return sendpath_call((SendPathObject *)self, args, PyVectorcall_NARGS(nargsf));
+}
+
+static PyObject *
+sendpath_tp_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "SendPath takes positional arguments only");
+        return NULL;
+    }
+    return sendpath_call((SendPathObject *)self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args));
+}
+
+typedef struct {
+    SendPathObject base;
+    vectorcallfunc vectorcall;
+} SendPathWithVectorcall;
+
+static PyObject *
+sendpath_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *self = PyType_GenericNew(type, args, kwds);
+    if (self != NULL)
+        ((SendPathWithVectorcall *)self)->vectorcall = sendpath_vectorcall;
+    return self;
+}
+
+static PyTypeObject SendPathType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txnproducer._internal.accel._speedups.SendPath",
+    .tp_basicsize = sizeof(SendPathWithVectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "TransactionalProducer.send for the common case: called as (topic, value, key, timestamp_ms).",
+    .tp_new = sendpath_new,
+    .tp_init = (initproc)sendpath_init,
+    .tp_dealloc = (destructor)sendpath_dealloc,
+    .tp_traverse = (traverseproc)sendpath_traverse,
+    .tp_clear = (inquiry)sendpath_clear,
+    .tp_call = sendpath_tp_call,
+    .tp_vectorcall_offset = offsetof(SendPathWithVectorcall, vectorcall),
+};
+
+/* ---------------------------------------------------------------- module functions */
+
+static PyObject *
+mod_crc32c(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t c = crc32c(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *
+mod_murmur2(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t h = murmur2_raw(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(h);
+}
+
+static PyObject *
+mod_restamp(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *buf;
+    long long pid, epoch, seq;
+    if (!PyArg_ParseTuple(args, "O!LLL", &PyByteArray_Type, &buf, &pid, &epoch, &seq))
+        return NULL;
+    if (check_range(epoch, INT16_MIN, INT16_MAX, "producer epoch") < 0
+        || check_range(seq, INT32_MIN, INT32_MAX, "base sequence") < 0)
+        return NULL;
+    Py_ssize_t n = PyByteArray_GET_SIZE(buf);
+    if (n < HEADER_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "not a record batch: shorter than its header");
+        return NULL;
+    }
+    unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(buf);
+    unsigned char *p = put_be(b + 43, (uint64_t)pid, 8);
+    p = put_be(p, (uint16_t)epoch, 2);
+    put_be(p, (uint32_t)seq, 4);
+    put_be(b + CRC_OFFSET, crc32c(b + ATTRIBUTES_OFFSET, n - ATTRIBUTES_OFFSET), 4);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"compress", NULL};
+    PyObject *fn;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", kwlist, &fn))
+        return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "compress must be callable");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_XSETREF(compress_fn, fn);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_cpu_crc(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+#ifdef HAVE_HW_CRC
+    return PyUnicode_FromString(use_hw_crc ? "sse4.2" : "table");
+#else
+    return PyUnicode_FromString("table");
+#endif
+}
+
+static PyMethodDef module_methods[] = {
+    {"crc32c", mod_crc32c, METH_O, "CRC-32C of a bytes-like object (kafka.record.util.calc_crc32c)."},
+    {"murmur2", mod_murmur2, METH_O, "Kafka's murmur2 of a bytes-like object (unsigned 32 bits)."},
+    {"restamp", mod_restamp, METH_VARARGS,
+     "restamp(batch: bytearray, producer_id, producer_epoch, base_sequence): new producer state and CRC."},
+    {"configure", (PyCFunction)(void (*)(void))mod_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(compress=fn): fn(codec, data, gzip_level) -> bytes compresses batches."},
+    {"crc_implementation", mod_cpu_crc, METH_NOARGS, "'sse4.2' or 'table'."},
+    {NULL}
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT, "_speedups",
+    "Compiled per-record path of txnproducer (optional; see txnproducer._internal.accel).", -1,
+    module_methods,
+};
+
+#define INTERN(var, text) do { var = PyUnicode_InternFromString(text); if (var == NULL) return NULL; } while (0)
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    crc_init();
+#ifdef HAVE_HW_CRC
+    __builtin_cpu_init();
+    use_hw_crc = __builtin_cpu_supports("sse4.2");
+#endif
+    INTERN(s_closed, "_closed");
+    INTERN(s_crashed, "crashed");
+    INTERN(s_state, "state");
+    INTERN(s_partition_cache, "partition_cache");
+    INTERN(s_added, "_added");
+    INTERN(s_add_partition, "add_partition");
+    INTERN(s_add, "add");
+    INTERN(s_choose, "_choose");
+    INTERN(s_wakeup, "wakeup");
+    INTERN(s_acquire, "acquire");
+    INTERN(s_release, "release");
+    INTERN(s_append, "append");
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&MutexType) < 0 || PyType_Ready(&AppenderType) < 0
+        || PyType_Ready(&SendPathType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&speedups_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "BatchEncoder", (PyObject *)&EncoderType) < 0
+        || PyModule_AddObjectRef(m, "Mutex", (PyObject *)&MutexType) < 0
+        || PyModule_AddObjectRef(m, "Appender", (PyObject *)&AppenderType) < 0
+        || PyModule_AddObjectRef(m, "SendPath", (PyObject *)&SendPathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
