@@ -1,8 +1,9 @@
 """The cluster tier: the txnkafka sink on a Spark standalone cluster (marker ``spark_cluster``).
 
-Deselected by ``make test`` (CI): a cluster of a master, two workers and their executors takes a few
-minutes and a few GiB. Run it with ``.venv/bin/pytest -m spark_cluster`` (add ``KAFKA_HOME=...``
-for the real-broker variant in tests/broker). Needs Java 17 and the ``[spark]`` extra; the Spark
+A cluster of a master, two workers and their executors takes about 2 minutes and 3 GiB per scenario,
+so ``make test`` (CI) runs it in a pytest run of its own, the MockCluster scenario only; run every
+scenario with ``.venv/bin/pytest -m spark_cluster`` (add ``KAFKA_HOME=...`` for the real-broker
+variant in tests/broker). Needs Java 17 and the ``[spark]`` extra; the Spark
 Connect scenario also needs ``pip install 'txnproducer[spark-connect]'``.
 """
 
