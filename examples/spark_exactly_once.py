@@ -5,12 +5,15 @@
    directory, one micro-batch per file, and writes every line as a record.
 
 Each task writes its rows in one Kafka transaction and *prepares* it; the driver records the
-batch's prepared transactions in a durable commit log and then commits them. Killing the driver
-at any point and restarting the query from its checkpoint neither loses nor duplicates a row.
-A read_committed consumer at the end counts what arrived.
+batch's prepared transactions in the sink's state topic (``txnkafka-state``, in Kafka: the
+executors need no shared directory) and then commits them. Killing the driver at any point and
+restarting the query from its checkpoint neither loses nor duplicates a row. A read_committed
+consumer at the end counts what arrived.
 
 Run it with ``python examples/spark_exactly_once.py`` (needs ``pip install 'txnproducer[spark]'``
-and Java 17+). It uses ``$KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise an in-process MockCluster.
+and Java 17+; ``PYSPARK_PYTHON`` must name a Python that has txnproducer - the script sets it to
+its own interpreter). It uses ``$KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise an in-process
+MockCluster.
 """
 
 from __future__ import annotations
@@ -79,8 +82,7 @@ def main() -> None:
 
         # 1. batch: 10,000 rows, key and value
         (spark.range(10_000).selectExpr("CAST(id % 100 AS STRING) AS key", "CAST(id AS STRING) AS value")
-         .write.format("txnkafka").options(**sink).option("topic", BATCH_TOPIC)
-         .option("commit.log", os.path.join(work, "batch-log")).mode("append").save())
+         .write.format("txnkafka").options(**sink).option("topic", BATCH_TOPIC).mode("append").save())
         print(f"batch: {count_committed(servers, BATCH_TOPIC, 10_000)} of 10000 rows committed")
 
         # 2. streaming: a file source, one micro-batch per file
@@ -92,8 +94,7 @@ def main() -> None:
         query = (spark.readStream.schema("value string").format("text")
                  .option("maxFilesPerTrigger", 1).load(source)
                  .writeStream.format("txnkafka").options(**sink).option("topic", STREAM_TOPIC)
-                 # the commit log must be durable and shared by driver and executors
-                 .option("commit.log", os.path.join(work, "stream-log"))
+                 # names the query: its transactional ids are derived from this string
                  .option("checkpointLocation", os.path.join(work, "checkpoint"))
                  .trigger(availableNow=True).start())
         query.awaitTermination(300)

@@ -3,9 +3,10 @@
 The scenarios of tests/spark/test_spark_sink.py, run through the same Spark application
 (tests/spark/spark_app.py, in a subprocess that the sink's fault hook SIGKILLs) but writing to the
 session's real broker: a batch write, a streaming query whose task fails on its first attempt,
-and the driver killed after / before the commit-log entry of a micro-batch, then restarted from
-its checkpoint. In every case a read_committed consumer sees each input row exactly once, and no
-transaction stays open: ListOffsets under read_committed (the last stable offset) equals
+and the driver killed after / before the decision of a micro-batch, then restarted from its
+checkpoint (on a standalone cluster with private executor directories:
+test_spark_cluster_broker.py). In every case a read_committed consumer sees each input row exactly
+once, and no transaction stays open: ListOffsets under read_committed (the last stable offset) equals
 ListOffsets under read_uncommitted (the high watermark). The transaction version is the broker's.
 """
 
@@ -30,7 +31,9 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListT
 
 from tests._support import readers
 from tests._support.spark_runner import run_spark_app
-from txnproducer.spark import CommitLog
+from txnproducer.spark.decision import Decision
+from txnproducer.spark.options import default_prefix
+from txnproducer.spark.state_topic import StateTopic
 
 pytestmark = [pytest.mark.slow]
 
@@ -95,8 +98,13 @@ def make_input(directory: Path) -> list[bytes]:
 
 
 def stream_args(tmp: Path, topic: str) -> list[str]:
-    return ["--topic", topic, "--commit-log", str(tmp / "txnlog"), "--checkpoint", str(tmp / "ckpt"),
-            "--input", str(tmp / "in")]
+    return ["--topic", topic, "--checkpoint", str(tmp / "ckpt"), "--input", str(tmp / "in")]
+
+
+def latest_decision(bootstrap: str, tmp: Path) -> Decision | None:
+    """The sink's latest decision for the query checkpointed in ``tmp``."""
+    with StateTopic({"bootstrap.servers": bootstrap}, "txnkafka-state", timeout_s=30) as state:
+        return state.latest_decision(default_prefix(str(tmp / "ckpt")))
 
 
 @pytest.mark.timeout(420)
@@ -115,23 +123,24 @@ def test_batch_write_and_a_task_failing_on_its_first_attempt_are_exactly_once(
 
     assert sorted(committed_values(kafka_bootstrap, stream_topic)) == expected
     assert_no_open_transaction(kafka_bootstrap, stream_topic)
-    # the failure really happened: a second attempt's transactional id exists
-    retried = [t for t in transactional_ids(kafka_bootstrap) - before if t.endswith("-1")]
-    assert retried
+    # the failure really happened: a second attempt took the partition's second id; the four
+    # micro-batches reused the stream's ids instead of adding some per batch
+    prefix = default_prefix(str(tmp_path / "ckpt"))
+    ids = sorted(t for t in transactional_ids(kafka_bootstrap) - before if t.startswith(prefix))
+    assert len(ids) == 3 and any(t.endswith("-1") for t in ids), ids
 
 
 @pytest.mark.timeout(420)
-def test_driver_killed_after_commit_log_entry_then_restart_is_exactly_once(
+def test_driver_killed_after_the_decision_then_restart_is_exactly_once(
         kafka_bootstrap: str, make_topic: Callable[[str], str], tmp_path: Path) -> None:
     topic = make_topic("spark-after-entry")
     expected = make_input(tmp_path / "in")
     args = stream_args(tmp_path, topic)
     run_app(kafka_bootstrap, *args, crash_at="after_first_commit:1")
-    # the crash left batch 1 recorded but only partly committed
-    log = CommitLog(str(tmp_path / "txnlog"))
-    undone = log.undone()
-    assert [e.key for e in undone] == [f"batch-{1:020d}"]
-    states = transaction_states(kafka_bootstrap, [s.transactional_id for s in undone[0].states])
+    # the crash left batch 1 decided but only partly committed
+    decision = latest_decision(kafka_bootstrap, tmp_path)
+    assert decision is not None and (decision.batch, decision.stage) == (1, "decided")
+    states = transaction_states(kafka_bootstrap, [s.transactional_id for s in decision.states])
     # the committed one may still be writing its markers (PrepareCommit) on a real coordinator
     assert sorted(s.replace("PrepareCommit", "CompleteCommit") for s in states) == [
         "CompleteCommit", "Ongoing"], states
@@ -139,32 +148,34 @@ def test_driver_killed_after_commit_log_entry_then_restart_is_exactly_once(
 
     result = run_app(kafka_bootstrap, *args)
     assert "txn.spark_recovering_batch" in result.stderr
-    assert "txn.spark_replay_aborted" in result.stderr  # Spark re-ran batch 1: not written twice
+    assert "txn.spark_replay_skipped" in result.stderr  # Spark re-ran batch 1: not written twice
     assert sorted(committed_values(kafka_bootstrap, topic)) == expected
     assert_no_open_transaction(kafka_bootstrap, topic)
-    assert log.undone() == [] and log.pending() == []
+    decision = latest_decision(kafka_bootstrap, tmp_path)
+    assert decision is not None and (decision.batch, decision.stage) == (FILES - 1, "done")
 
 
 @pytest.mark.timeout(420)
-def test_driver_killed_before_commit_log_entry_then_restart_is_exactly_once(
+def test_driver_killed_before_the_decision_then_restart_is_exactly_once(
         kafka_bootstrap: str, make_topic: Callable[[str], str], tmp_path: Path) -> None:
     topic = make_topic("spark-before-entry")
     expected = make_input(tmp_path / "in")
     args = stream_args(tmp_path, topic)
-    run_app(kafka_bootstrap, *args, crash_at="before_log_entry:1")
-    # batch 1 was prepared by the executors but never recorded: invisible, transactions open
+    before = transactional_ids(kafka_bootstrap)
+    run_app(kafka_bootstrap, *args, crash_at="before_decision:1")
+    # batch 1 was prepared by the executors but never decided: invisible, transactions open
     assert len(committed_values(kafka_bootstrap, topic)) == LINES  # batch 0 only
-    orphans = [p.transactional_id for p in CommitLog(str(tmp_path / "txnlog")).pending()]
-    assert orphans
+    prefix = default_prefix(str(tmp_path / "ckpt"))
+    orphans = sorted(t for t in transactional_ids(kafka_bootstrap) - before if t.startswith(prefix))
     assert "Ongoing" in transaction_states(kafka_bootstrap, orphans)
     lso = readers.end_offsets(kafka_bootstrap, topic, PARTITIONS, "read_committed")
     hw = readers.end_offsets(kafka_bootstrap, topic, PARTITIONS, "read_uncommitted")
     assert any(lso[p] < hw[p] for p in range(PARTITIONS)), (lso, hw)
 
     run_app(kafka_bootstrap, *args)
-    # the crashed run's transactions were aborted by fencing their ids (the sink logs this only
-    # at info level, so the coordinator's state is the evidence): none is open or half-ended
+    # the crashed run's transactions were ended: none is open or half-ended
     states = transaction_states(kafka_bootstrap, orphans)
-    assert set(states) <= {"Empty", "CompleteAbort"}, dict(zip(orphans, states, strict=True))
+    ended = {"Empty", "CompleteAbort", "CompleteCommit"}
+    assert set(states) <= ended, dict(zip(orphans, states, strict=True))
     assert sorted(committed_values(kafka_bootstrap, topic)) == expected
     assert_no_open_transaction(kafka_bootstrap, topic)

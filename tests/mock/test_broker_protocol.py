@@ -136,6 +136,25 @@ def test_describe_configs_reports_transaction_settings(wire: Wire) -> None:
     assert [(c.name, c.value) for c in resp.results[0].configs] == [("transaction.max.timeout.ms", "900000")]
 
 
+def test_describe_configs_reports_the_configs_a_topic_was_created_with(wire: Wire) -> None:
+    """What a client that asks for a compacted topic checks afterwards (the Spark sink's state topic)."""
+    topic = CreateTopicsRequest.CreatableTopic
+    config = topic.CreatableTopicConfig
+    wire(1).send(CreateTopicsRequest[7](
+        topics=[topic(name="compacted", num_partitions=2, replication_factor=1, assignments=[],
+                      configs=[config(name="cleanup.policy", value="compact")]),
+                topic(name="plain", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=1000, validate_only=False))
+    res = DescribeConfigsRequest.DescribeConfigsResource
+    resp = wire(1).send(DescribeConfigsRequest[4](
+        resources=[res(resource_type=2, resource_name=name, configuration_keys=["cleanup.policy"])
+                   for name in ("compacted", "plain")],
+        include_synonyms=False, include_documentation=False))
+    # a topic's own config has source 1 (TOPIC_CONFIG); an inherited default 5 (DEFAULT_CONFIG)
+    assert [[(c.name, c.value, c.config_source) for c in r.configs] for r in resp.results] == [
+        [("cleanup.policy", "compact", 1)], [("cleanup.policy", "delete", 5)]]
+
+
 def test_garbage_closes_only_that_connection(mock_cluster: MockCluster, wire: Wire) -> None:
     bad = wire(1)
     bad.send_raw(struct.pack(">i", 6) + b"\x00\x03\x00\x0c\x00\x00")  # frame shorter than a header

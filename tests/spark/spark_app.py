@@ -1,66 +1,147 @@
-"""The Spark application the sink tests run in a subprocess.
+"""The Spark application the sink tests run in a subprocess (local, standalone cluster or Connect).
 
-A subprocess because the streaming scenarios kill the driver: the test starts this script as a
-session leader, the sink's fault hook (``txnproducer.spark._faults``) SIGKILLs the whole session
-at the requested point, and the test starts it again from the same checkpoint. The MockCluster
-lives in the test process, so it survives.
+A subprocess because the scenarios kill the driver: the test starts this script as a session
+leader, the sink's fault hook (``txnproducer.spark._faults``) SIGKILLs the whole session at the
+requested point, and the test starts it again from the same checkpoint. Kafka (a MockCluster or a
+real broker) lives outside it, and so does, on a cluster, every executor.
 
-    python spark_app.py --bootstrap H:P --topic T --commit-log DIR
-        [--batch-topic T2 --rows N]                       # a batch write of N rows first
-        [--checkpoint DIR --input DIR [--fail-value V]]   # then a streaming query over text files
+    python spark_app.py --bootstrap H:P --topic T --checkpoint DIR
+        [--master URL | --remote sc://H:P]                 # default local[2,4]
+        [--batch-topic T2 --rows N]                        # a batch write of N rows first
+        [--input DIR [--fail-value V]]                     # a file stream, availableNow
+        [--control FILE --rows-per-batch R]                # a counter stream the test paces
+        [--task-faults fail@B:P,kill@B:P]                  # (on a cluster) see _faults.task_fault
+
+The counter stream (``CounterSource``) needs no file shared with the executors: its rows are
+computed from the offsets, ``value`` = ``%010d`` of batch * R + i, and Spark partition p of a batch
+writes to Kafka partition p. Its latest offset is the batch number the test wrote into the control
+file on the driver's disk, at most one batch ahead per micro-batch; "stop" ends the query.
+``--task-faults`` goes to the executors' environment (``TXNKAFKA_SPARK_TASK_FAULT``): the first
+attempt of those tasks fails, or SIGKILLs its executor, once its first rows are in Kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+COUNTER_PARTITIONS = 2
+
+
+def _allowed(control: str) -> int | None:
+    """The batch number the test allows (None: stop)."""
+    with open(control) as f:
+        text = f.read().strip()
+    return None if text == "stop" else int(text or 0)
+
+
+class CounterReader(DataSourceStreamReader):
+    def __init__(self, options: Any) -> None:  # a case-insensitive mapping
+        self.control = options["control"]
+        self.rows = int(options["rowsPerBatch"])
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"batch": 0}
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        allowed = _allowed(self.control)
+        current = 0 if start is None else int(start["batch"])
+        return {"batch": current if allowed is None else max(current, min(allowed, current + 1))}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        return [InputPartition((b, p)) for b in range(int(start["batch"]), int(end["batch"]))
+                for p in range(COUNTER_PARTITIONS)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, int]]:
+        batch, part = partition.value
+        for i in range(part, self.rows, COUNTER_PARTITIONS):
+            yield f"{batch * self.rows + i:010d}", part
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
+
+
+class CounterSource(DataSource):
+    """Rows computed from offsets; see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "txnkafka_test_counter"
+
+    def schema(self) -> str:
+        return "value string, partition int"
+
+    def streamReader(self, schema: Any) -> CounterReader:
+        return CounterReader(self.options)
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from pyspark.sql import SparkSession
+
+    if args.remote:  # Spark Connect: executor settings (and --task-faults) belong to the server
+        return (SparkSession.builder.remote(args.remote)
+                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "25").getOrCreate())
+    builder = (SparkSession.builder.master(args.master).appName("txnkafka-test")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               # several Arrow batches per task, so a fault can strike between them
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "25"))
+    if args.task_faults:
+        builder = builder.config("spark.executorEnv.TXNKAFKA_SPARK_TASK_FAULT", args.task_faults)
+    if args.master.startswith("spark://"):
+        builder = (builder.config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+                   .config("spark.cores.max", "2").config("spark.task.maxFailures", "4")
+                   .config("spark.driver.host", "127.0.0.1")
+                   # an executor's JVM temp files go to its own (private) working directory
+                   .config("spark.executor.extraJavaOptions", "-Djava.io.tmpdir=."))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--commit-log", required=True)
-    parser.add_argument("--checkpoint")
-    parser.add_argument("--input")
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--master", default="local[2,4]")  # 2 threads, a task may fail 3 times
+    parser.add_argument("--remote")
     parser.add_argument("--rows", type=int, default=0)
     parser.add_argument("--batch-topic")
+    parser.add_argument("--input")
     parser.add_argument("--fail-value")
+    parser.add_argument("--control")
+    parser.add_argument("--rows-per-batch", type=int, default=100)
+    parser.add_argument("--task-faults", default="")
     args = parser.parse_args()
     if os.getsid(0) == os.getpid():  # only a session leader may be crashed by the fault hook
         os.environ["TXNKAFKA_SPARK_CRASH_SESSION"] = str(os.getpid())
 
-    from pyspark import TaskContext
-    from pyspark.sql import SparkSession
     from pyspark.sql.functions import udf
 
     from txnproducer.spark import register
 
-    spark = (
-        SparkSession.builder.master("local[2,4]")  # 2 threads, a task may fail 3 times
-        .appName("txnkafka-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _session(args)
     register(spark)
-    options = {
-        "kafka.bootstrap.servers": args.bootstrap,
-        "kafka.linger.ms": "20",
-        "kafka.batch.size": "65536",
-        "topic": args.topic,
-        "commit.log": args.commit_log,
-    }
+    spark.dataSource.register(CounterSource)
+    # prepared transactions must outlive a driver restart on a busy test machine (README, the
+    # timeout rule); nothing in the tests waits for a timeout to end a transaction
+    options = {"kafka.bootstrap.servers": args.bootstrap, "kafka.linger.ms": "5", "topic": args.topic,
+               "kafka.transaction.timeout.ms": "600000"}
     if args.batch_topic:
         df = spark.range(args.rows, numPartitions=2).selectExpr("CAST(id AS STRING) AS value")
-        (df.write.format("txnkafka").options(**options).option("topic", args.batch_topic)
-         .option("commit.log", args.commit_log + "-batch").mode("append").save())
+        df.write.format("txnkafka").options(**options).option("topic", args.batch_topic).mode("append").save()
     if args.input:
         fail_value = args.fail_value
 
         def fail_first_attempt(value: str) -> str:
+            from pyspark import TaskContext
+
             ctx = TaskContext.get()
             if value == fail_value and ctx is not None and ctx.attemptNumber() == 0:
                 raise RuntimeError("injected failure of the task's first attempt")
@@ -69,7 +150,8 @@ def main() -> None:
         check = udf(fail_first_attempt, "string")
         lines = (spark.readStream.schema("value string").format("text")
                  .option("maxFilesPerTrigger", 1).load(args.input))
-        # the check runs in the writing task: a failure hits the sink mid-transaction
+        # the check runs in the writing task and fails it (whether the sink has sent rows by then
+        # is up to Spark's buffering; --task-faults strike mid-transaction by construction)
         query = (lines.repartition(2).select(check("value").alias("value"))
                  .writeStream.format("txnkafka").options(**options)
                  .option("checkpointLocation", args.checkpoint)
@@ -77,6 +159,16 @@ def main() -> None:
         query.awaitTermination(300)
         if query.exception() is not None:
             raise SystemExit(f"query failed: {query.exception()}")
+    if args.control:
+        stream = (spark.readStream.format("txnkafka_test_counter")
+                  .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
+        query = (stream.writeStream.format("txnkafka").options(**options)
+                 .option("checkpointLocation", args.checkpoint).start())
+        while _allowed(args.control) is not None:  # the test writes "stop" once it saw the last batch
+            if query.exception() is not None:
+                raise SystemExit(f"query failed: {query.exception()}")
+            time.sleep(0.2)
+        query.stop()
     spark.stop()
 
 

@@ -3,7 +3,8 @@
 Each scenario runs a real Spark application (``local[2,4]``: two task threads, a task may be
 retried) in a subprocess - ``spark_app.py`` - so that "the driver is killed" is literally true:
 the sink's fault hook SIGKILLs every process of that application at the named point, and the
-test starts it again from the same checkpoint. The MockCluster lives in the test process.
+test starts it again from the same checkpoint. The MockCluster lives in the test process. (The
+same scenarios on a standalone cluster with private executor directories: tests/cluster.)
 
 What a user relies on, checked with a read_committed view of the partitions: every input row
 is visible exactly once, and no transaction is left open (last stable offset = high watermark).
@@ -25,7 +26,9 @@ if shutil.which("java") is None:
     pytest.skip("no java on PATH (PySpark needs a JVM)", allow_module_level=True)
 
 from tests._support.spark_runner import run_spark_app
-from txnproducer.spark import CommitLog
+from txnproducer.spark.decision import Decision
+from txnproducer.spark.options import default_prefix
+from txnproducer.spark.state_topic import StateTopic
 from txnproducer.testing import MockCluster
 
 pytestmark = [pytest.mark.slow]
@@ -80,8 +83,14 @@ def make_input(directory: Path) -> list[bytes]:
 
 
 def stream_args(tmp: Path, topic: str) -> list[str]:
-    return ["--topic", topic, "--commit-log", str(tmp / "txnlog"), "--checkpoint", str(tmp / "ckpt"),
-            "--input", str(tmp / "in")]
+    return ["--topic", topic, "--checkpoint", str(tmp / "ckpt"), "--input", str(tmp / "in")]
+
+
+def latest_decision(cluster: MockCluster, tmp: Path) -> Decision | None:
+    """The sink's latest decision for the query checkpointed in ``tmp``."""
+    settings = {"bootstrap.servers": cluster.bootstrap_servers}
+    with StateTopic(settings, "txnkafka-state", timeout_s=30) as state:
+        return state.latest_decision(default_prefix(str(tmp / "ckpt")))
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +103,8 @@ def batch_and_retry(cluster: MockCluster, tmp_path_factory: pytest.TempPathFacto
     expected = make_input(tmp / "in")
     result = run_app(cluster, *stream_args(tmp, "retry"), "--batch-topic", "batch50k", "--rows", "50000",
                      "--fail-value", f"f1-r{LINES // 2}")
-    return {"expected": expected, "stderr": result.stderr}
+    # the stream's ids: one per partition and attempt slot, whatever the number of micro-batches
+    return {"expected": expected, "stderr": result.stderr, "tmp": tmp}
 
 
 @pytest.mark.timeout(420)
@@ -111,52 +121,57 @@ def test_stream_with_a_task_failing_on_its_first_attempt_is_exactly_once(
         cluster: MockCluster, batch_and_retry: dict[str, object]) -> None:
     assert sorted(committed_values(cluster, "retry")) == batch_and_retry["expected"]
     assert_no_open_transaction(cluster, "retry")
-    # the failure really happened: a second attempt's transactional id exists
-    retried = [t for t in cluster.state.txn.transactional_ids() if t.endswith("-1")]
-    assert retried, cluster.state.txn.transactional_ids()
+    # the failure really happened: a second attempt took the partition's second id, and the four
+    # micro-batches reused the ids instead of adding some per batch
+    prefix = default_prefix(str(batch_and_retry["tmp"] / "ckpt"))  # type: ignore[operator]
+    ids = sorted(t for t in cluster.state.txn.transactional_ids() if t.startswith(prefix))
+    assert len(ids) == 3 and any(t.endswith("-1") for t in ids), ids
 
 
 @pytest.mark.timeout(420)
-def test_driver_killed_after_commit_log_entry_then_restart_is_exactly_once(
+def test_driver_killed_after_the_decision_then_restart_is_exactly_once(
         cluster: MockCluster, tmp_path: Path) -> None:
     cluster.create_topic("after_entry", partitions=PARTITIONS)
     expected = make_input(tmp_path / "in")
     args = stream_args(tmp_path, "after_entry")
     run_app(cluster, *args, crash_at="after_first_commit:1")
-    # the crash left batch 1 recorded but only partly committed
-    log = CommitLog(str(tmp_path / "txnlog"))
-    undone = log.undone()
-    assert [e.key for e in undone] == [f"batch-{1:020d}"]
+    # the crash left batch 1 decided but only partly committed
+    decision = latest_decision(cluster, tmp_path)
+    assert decision is not None and (decision.batch, decision.stage) == (1, "decided")
     coordinator_states = sorted(str(cluster.describe_transaction(s.transactional_id)["state"])
-                                for s in undone[0].states)
+                                for s in decision.states)
     assert coordinator_states == ["CompleteCommit", "Ongoing"]
     # (whether the committed half is readable yet depends on where the open one holds the LSO)
     assert LINES <= len(committed_values(cluster, "after_entry")) < 2 * LINES
 
     result = run_app(cluster, *args)
     assert "txn.spark_recovering_batch" in result.stderr
-    assert "txn.spark_replay_aborted" in result.stderr  # Spark re-ran batch 1: not written twice
+    assert "txn.spark_replay_skipped" in result.stderr  # Spark re-ran batch 1: not written twice
+    assert "txn.spark_attempt_superseded" in result.stderr  # ... its tasks saw the decision
     assert sorted(committed_values(cluster, "after_entry")) == expected
     assert_no_open_transaction(cluster, "after_entry")
-    assert log.undone() == [] and log.pending() == []
+    decision = latest_decision(cluster, tmp_path)
+    assert decision is not None and (decision.batch, decision.stage) == (FILES - 1, "done")
 
 
 @pytest.mark.timeout(420)
-def test_driver_killed_before_commit_log_entry_then_restart_is_exactly_once(
+def test_driver_killed_before_the_decision_then_restart_is_exactly_once(
         cluster_tv1: MockCluster, tmp_path: Path) -> None:
     cluster = cluster_tv1  # the transaction version 1 path (AddPartitionsToTxn, EndTxn v4)
     cluster.create_topic("before_entry", partitions=PARTITIONS)
     expected = make_input(tmp_path / "in")
     args = stream_args(tmp_path, "before_entry")
-    run_app(cluster, *args, crash_at="before_log_entry:1")
-    # batch 1 was prepared by the executors but never recorded: invisible, transactions open
+    run_app(cluster, *args, crash_at="before_decision:1")
+    # batch 1 was prepared by the executors but never decided: invisible, transactions open
     assert len(committed_values(cluster, "before_entry")) == LINES  # batch 0 only
-    assert CommitLog(str(tmp_path / "txnlog")).pending()
+    decision = latest_decision(cluster, tmp_path)
+    assert decision is not None and (decision.batch, decision.stage) == (0, "done")
     with cluster.state.lock:
         logs = [cluster.state.partition_log("before_entry", p) for p in range(PARTITIONS)]
         assert any(log is not None and log.last_stable_offset < log.high_watermark for log in logs)
 
-    result = run_app(cluster, *args)
-    assert "txn.spark_orphan_fenced" in result.stderr  # the crashed run's transactions aborted
+    run_app(cluster, *args)
+    # the crashed run's transactions were ended (fenced by the replay's commit, or by the replay's
+    # attempts taking their ids, or by the coordinator's timeout if the restart was slow)
     assert sorted(committed_values(cluster, "before_entry")) == expected
     assert_no_open_transaction(cluster, "before_entry")

@@ -76,7 +76,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
-        "txnproducer._internal.log",
+        "txnproducer._internal.log", "txnproducer._internal.network.redaction",
     )),
     ("txnproducer.testing", ("txnproducer._internal.protocol", "txnproducer._internal.log")),
     # the public entry points and tools may use any room

@@ -1,19 +1,22 @@
-"""Exactly-once Kafka sink for PySpark (Spark 4.x Python Data Source API), data source ``txnkafka``.
+"""Exactly-once Kafka sink for PySpark (Spark 4.1+ Python Data Source API), data source ``txnkafka``.
 
     from txnproducer.spark import register
     register(spark)
     df.write.format("txnkafka").option("kafka.bootstrap.servers", "...").option("topic", "t").save()
 
-Needs the ``[spark]`` extra (``pyspark>=4``). See :mod:`txnproducer.spark.sink` for the protocol
-and the guarantees.
+Needs the ``[spark]`` extra (``pyspark>=4.1``), installed wherever Spark runs Python: the driver
+and every executor. See :mod:`txnproducer.spark.sink` for the protocol and the guarantees.
 
-What the room holds: the data source and its writers (``sink``), the commit log of decided
-batches (``commit_log``), phase two on the driver (``completion``), the sink's options
-(``options``), rows to records (``records``) and the fault hook its tests kill processes with
+What the room holds: the data source and its writers (``sink``), one task attempt (``task``), the
+driver's decisions (``committer``), phase two's Kafka calls (``completion``), the state topic
+(``state_topic``) and its records (``decision``), the bounded id pool (``id_pool``), the sink's
+options (``options``), Arrow batches to records (``records``), the migration from an older
+version's commit log (``legacy``, ``commit_log``) and the fault hook its tests kill processes with
 (``_faults``).
 
 What it may import: the public producer API (``txnproducer.producer``, ``config``, ``errors``,
-``prepared``), ``_internal.log`` and PySpark - never the producer's internals.
+``prepared``), ``_internal.log``, ``_internal.network.redaction`` (the secret filter, for its own
+kafka-python clients), kafka-python, pyarrow and PySpark - never the producer's internals.
 """
 
 from __future__ import annotations
@@ -27,16 +30,17 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "txnproducer.spark needs PySpark 4.x: pip install 'txnproducer[spark]'"
     ) from exc
 
-from .commit_log import CommitLog
 from .completion import SinkCommitError
-from .sink import SupersededAttemptError, TxnKafkaCommitMessage, TxnKafkaDataSource
+from .id_pool import PoolExhaustedError, pool_bound
+from .sink import TxnKafkaDataSource
+from .task import TxnKafkaCommitMessage
 
 __all__ = [
-    "CommitLog",
+    "PoolExhaustedError",
     "SinkCommitError",
-    "SupersededAttemptError",
     "TxnKafkaCommitMessage",
     "TxnKafkaDataSource",
+    "pool_bound",
     "register",
 ]
 

@@ -1,27 +1,19 @@
-"""The sink's durable commit log: which prepared transactions a batch commits, and which exist.
+"""The commit log of earlier versions of the sink (the ``commit.log`` option), read to migrate.
 
-Why a log of our own: Spark's checkpoint records that a micro-batch was committed only *after* the
-sink's ``commit`` returns, and the executors' prepared transactions live on in Kafka after the
-tasks end. Between those two facts a driver can die, so the sink keeps its own record, written
-before anything becomes visible:
+Before the sink kept its state in Kafka (:mod:`txnproducer.spark.state_topic`), it kept it in a
+directory shared by the driver and the executors:
 
-* ``commits/<key>.json`` - the prepared states a batch (streaming: ``batch-<id>``; batch job:
-  ``job-<uuid>``) commits. Once it exists the decision is "commit": a restarted driver completes
-  every state in it (completing is idempotent), and a replay of that batch is aborted.
-* ``commits/<key>.done`` - every state of the entry was committed.
-* ``pending/<transactional id>.json`` - written by an executor when its transaction starts and
-  again when it is prepared, so transactions of failed, killed or speculative task attempts can be
-  found and aborted instead of holding the partitions' last stable offset until the timeout.
-* ``decided/<run>-<stage>`` - the driver committed or aborted that write stage. A task attempt
-  that starts later (a speculative or retried attempt the driver no longer waits for) sees it
-  right after recording itself as pending and gives up before opening a transaction. Together
-  with the driver's clean-up, which fences every pending attempt *after* writing this marker, no
-  attempt of a decided stage can leave a transaction open.
+* ``commits/<key>.json`` - the prepared states a batch (``batch-<id>``, or ``job-<uuid>``) commits,
+  and ``commits/<key>.done`` once all were committed;
+* ``pending/<transactional id>.json`` - transactions executors started or prepared;
+* ``decided/<run>-<stage>`` - stages the driver had decided.
 
-Every write is atomic (temporary file, fsync, ``os.replace``, fsync of the directory), so a crash
-leaves either the old or the new file, never a torn one. The directory must be on storage that
-survives the driver and is shared by the driver and all executors (local disk is enough for
-``local[*]`` masters; a cluster needs a shared file system).
+A query upgraded with its ``commit.log`` option still set has that directory finished once by
+:func:`txnproducer.spark.legacy.finish_legacy_log`: recorded commits completed, pending
+transactions fenced, and the newest committed micro-batch carried over to the state topic so that
+Spark's replay of it is not written twice. Nothing writes new entries; the writing methods remain
+for the migration tests. Every write is atomic (temporary file, fsync, ``os.replace``, fsync of the
+directory).
 """
 
 from __future__ import annotations
@@ -85,23 +77,11 @@ class CommitLog:
         self.path = path
         self._commits = os.path.join(path, "commits")
         self._pending = os.path.join(path, "pending")
-        self._decided = os.path.join(path, "decided")
 
     def ensure(self) -> CommitLog:
         os.makedirs(self._commits, exist_ok=True)
         os.makedirs(self._pending, exist_ok=True)
-        os.makedirs(self._decided, exist_ok=True)
         return self
-
-    # --- decided stages -------------------------------------------------------------------------
-
-    def mark_stage_decided(self, stage_key: str) -> None:
-        """The driver has committed or aborted every task of ``stage_key`` (``<run>-<stage>``)."""
-        os.makedirs(self._decided, exist_ok=True)
-        atomic_write(os.path.join(self._decided, _safe(stage_key)), b"")
-
-    def stage_decided(self, stage_key: str) -> bool:
-        return os.path.exists(os.path.join(self._decided, _safe(stage_key)))
 
     # --- commit entries -------------------------------------------------------------------------
 
@@ -124,6 +104,15 @@ class CommitLog:
 
     def mark_done(self, key: str) -> None:
         atomic_write(os.path.join(self._commits, f"{key}.done"), b"")
+
+    def committed_batches(self) -> list[int]:
+        """Ids of the micro-batches with a commit entry (``batch-<id>``), ascending."""
+        try:
+            names = os.listdir(self._commits)
+        except FileNotFoundError:
+            return []
+        return sorted(int(n[len("batch-"):-len(".json")]) for n in names
+                      if n.startswith("batch-") and n.endswith(".json") and n[6:-5].isdigit())
 
     def undone(self) -> list[CommitEntry]:
         """Entries whose commit was decided but not seen to finish (a driver died), oldest first."""

@@ -49,6 +49,8 @@ class TopicState:
     topic_id: uuid.UUID
     partitions: list[PartitionLog]
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    #: configs set when the topic was created (CreateTopics ``configs``), reported by DescribeConfigs
+    configs: dict[str, str] = attrs.field(factory=dict)
 
 
 def _stable_hash(text: str) -> int:

@@ -15,9 +15,10 @@ partition count and replication factor and with ``topic_config_error_code`` TOPI
 Version notes: fields a version does not have (topic id v7, counts v5+) are dropped when the response is
 built.
 
-Simplifications: requested replica assignments and topic configs are ignored (every broker is a replica;
-``max.message.bytes`` is only settable through ``MockCluster.create_topic``); no timeout, no
-controller redirection, no topic name validation.
+Simplifications: requested replica assignments are ignored (every broker is a replica); requested topic
+configs are stored and reported by DescribeConfigs but change no behaviour (``cleanup.policy=compact``
+compacts nothing; ``max.message.bytes`` is only enforced when set through ``MockCluster.create_topic``);
+no timeout, no controller redirection, no topic name validation.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 entry.update(num_partitions=count, replication_factor=rf)
             else:
                 topic = state.create_topic(t.name, count)
+                topic.configs.update({c.name: c.value for c in (t.configs or []) if c.value is not None})
                 entry.update(topic_id=topic.topic_id, num_partitions=count, replication_factor=rf)
             if not ctx.allows(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):
                 entry.update(num_partitions=-1, replication_factor=-1,

@@ -4,8 +4,10 @@ Behaviour:
 - Broker resources (type 4): the transaction-related settings the Kafka 4.1.0 recording reports, with
   the values this cluster runs under where it has them (``transaction.max.timeout.ms``,
   ``auto.create.topics.enable``, ``num.partitions``), config source 5 (static broker config).
-- Topic resources (type 2): four fixed configs (cleanup.policy, min.insync.replicas, retention.ms,
-  max.message.bytes); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION ("Topic x does not exist").
+- Topic resources (type 2): four configs (cleanup.policy, min.insync.replicas, retention.ms,
+  max.message.bytes): the value CreateTopics set, with config source 1 (topic config), or else the
+  broker default with source 5; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION ("Topic x does not
+  exist").
 - Other resource types: no configs, no error. ``configuration_keys`` filters by name.
 
 Authorization (Kafka's ConfigHelper.handleDescribeConfigsRequest): DescribeConfigs on the cluster for a broker
@@ -85,7 +87,10 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 )
                 results.append(entry)
                 continue
-            configs = [(n, val, ct, False, 5) for n, val, ct in _TOPIC_CONFIGS]
+            overrides = state.topics[r.resource_name].configs
+            # a config set at creation is a topic config (source 1), the rest the broker's defaults
+            configs = [(n, overrides[n], ct, False, 1) if n in overrides else (n, val, ct, False, 5)
+                       for n, val, ct in _TOPIC_CONFIGS]
         else:
             configs = []
         wanted = r.configuration_keys

@@ -1,0 +1,226 @@
+"""A task attempt of the txnkafka sink against the driver's decision, at every ordering, without Spark.
+
+What a pipeline relies on: retried, speculative and late attempts neither duplicate records nor
+leave an open transaction holding the last stable offset once their batch is decided, and the
+transactional ids a query uses do not grow with its batches. Each test puts the driver's commit at
+one exact point of an attempt (before it starts, between announcing and registering its id, between
+registering and writing) - the orderings the argument in ``txnproducer/spark/task.py`` covers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
+pytest.importorskip("pyarrow", reason="pyarrow not installed (the [spark] extra)")
+
+from tests._support.sink_protocol import (
+    TOPIC,
+    assert_settled,
+    attempt,
+    committed,
+    committer,
+    open_transactions,
+    sink_options,
+    transactional_ids,
+)
+from txnproducer.errors import TxnProducerError
+from txnproducer.producer import TransactionalProducer
+from txnproducer.spark import PoolExhaustedError, pool_bound
+from txnproducer.spark import task as task_module
+from txnproducer.spark.options import SinkOptions
+from txnproducer.spark.state_topic import StateTopic
+from txnproducer.testing import MockCluster
+
+ROWS = [b"v%d" % i for i in range(5)]
+
+
+def commit(options: SinkOptions, messages: list[object], batch: int) -> None:
+    with committer(options) as driver:
+        driver.commit(messages, batch)
+
+
+def init_producer_ids(cluster: MockCluster, transactional_id: str, since: int = 0) -> int:
+    return sum(1 for e in cluster.request_log
+               if e.seq >= since and e.api == "InitProducerId"
+               and e.fields.get("transactional_id") == transactional_id)
+
+
+def test_speculative_attempt_that_prepared_but_lost_is_fenced_by_the_commit(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    winner = attempt(options, 0, 0, 0, ROWS)
+    loser = attempt(options, 0, 0, 1, ROWS)  # a speculative copy that also finished
+    assert loser.state is not None and winner.state is not None
+    assert loser.state.transactional_id != winner.state.transactional_id
+    assert open_transactions(cluster, TOPIC), "both attempts hold prepared transactions"
+
+    commit(options, [winner], 0)  # Spark reports one message per partition: the winner's
+
+    assert_settled(cluster, TOPIC, ROWS)
+    loser_id = loser.state.transactional_id
+    assert cluster.describe_transaction(loser_id)["state"] in ("CompleteAbort", "Empty")
+
+
+def test_attempt_starting_after_the_commit_registers_no_id(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)
+    since = cluster.requests.next_seq()
+
+    late = attempt(options, 0, 0, 1, ROWS)  # a speculative attempt Spark launched too late
+
+    assert late.superseded and late.records == 0
+    assert [e.api for e in cluster.request_log if e.seq >= since and e.api == "InitProducerId"] == []
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_attempt_registering_after_the_fence_sees_the_decision(
+        cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Announced before the decision, registered after the driver fenced it: the second look
+    at the decision stops it before it opens a transaction."""
+    winner = attempt(options, 0, 0, 0, ROWS)
+    make_producer = task_module._producer
+
+    def driver_commits_first(opts: SinkOptions, transactional_id: str) -> TransactionalProducer:
+        commit(options, [winner], 0)  # decision, completion, fence of the announced late id
+        return make_producer(opts, transactional_id)
+
+    monkeypatch.setattr(task_module, "_producer", driver_commits_first)
+    late = attempt(options, 0, 0, 1, ROWS)
+
+    assert late.superseded
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_attempt_announcing_after_the_driver_read_the_announcements_sees_the_decision(
+        cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
+    winner = attempt(options, 0, 0, 0, ROWS)
+    announce = StateTopic.announce
+
+    def driver_commits_first(self: StateTopic, announcement: object) -> None:
+        commit(options, [winner], 0)
+        announce(self, announcement)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(StateTopic, "announce", driver_commits_first)
+    late = attempt(options, 0, 0, 1, ROWS)
+
+    assert late.superseded
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_attempt_registered_before_the_decision_is_fenced_and_leaves_nothing_open(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    """Registered and past its second look when the driver decides: the driver's fence ends its
+    transaction, and its writes are refused."""
+    winner = attempt(options, 0, 0, 0, ROWS)
+
+    with pytest.raises(TxnProducerError) as failure:
+        attempt(options, 0, 0, 1, [b"late"], during=lambda producer: commit(options, [winner], 0))
+
+    # the driver's fence bumped the epoch: the broker refuses the attempt's batch
+    assert "INVALID_PRODUCER_EPOCH" in str(failure.value) or "PRODUCER_FENCED" in str(failure.value)
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_ids_are_reused_across_batches_and_stay_within_the_pool(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    expected: list[bytes] = []
+    for batch in range(12):
+        messages = []
+        for partition in range(2):
+            values = [b"b%d-p%d-%d" % (batch, partition, i) for i in range(3)]
+            # every third batch, partition 1's first attempt fails after writing part of its rows
+            if batch % 3 == 0 and partition == 1:
+                with pytest.raises(RuntimeError):
+                    attempt(options, batch, partition, 0, values, during=_fail)
+                messages.append(attempt(options, batch, partition, 1, values, kafka_partition=1))
+            else:
+                messages.append(attempt(options, batch, partition, 0, values, kafka_partition=partition))
+            expected += values
+        commit(options, messages, batch)
+
+    assert sorted(committed(cluster, TOPIC, 2)) == sorted(expected)
+    assert open_transactions(cluster, TOPIC, 2) == []
+    ids = transactional_ids(cluster)
+    assert ids == ["q1-0-0", "q1-1-0", "q1-1-1"]  # 24 task attempts, 3 ids
+    assert len(ids) <= pool_bound(2, options.slots)
+
+
+def _fail(producer: TransactionalProducer) -> None:
+    producer.send(TOPIC, b"partial", partition=1)
+    producer.flush()
+    raise RuntimeError("injected failure of the task's first attempt")
+
+
+def test_attempt_of_a_resubmitted_stage_skips_the_id_of_a_live_attempt(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    """Spark numbers the attempts of a resubmitted stage from 0 again: the new attempt 0 must not
+    register the id of the old attempt 0, which has prepared its transaction."""
+    old = attempt(options, 0, 0, 0, ROWS)
+    new = attempt(options, 0, 0, 0, ROWS)
+    assert old.state is not None and new.state is not None
+    assert (old.state.transactional_id, new.state.transactional_id) == ("q1-0-0", "q1-0-1")
+
+    commit(options, [old], 0)  # Spark took the old attempt's result
+
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_attempt_finding_every_id_busy_fails_without_registering(cluster: MockCluster) -> None:
+    options = sink_options(cluster, TOPIC, slots=2)
+    attempt(options, 0, 0, 0, ROWS)
+    attempt(options, 0, 0, 1, ROWS)
+    since = cluster.requests.next_seq()
+
+    with pytest.raises(PoolExhaustedError, match=r"transactional\.id\.slots"):
+        attempt(options, 0, 0, 2, ROWS)
+
+    assert [e for e in cluster.request_log if e.seq >= since and e.api == "InitProducerId"] == []
+
+
+def test_replay_of_a_committed_batch_writes_nothing(cluster: MockCluster, options: SinkOptions) -> None:
+    commit(options, [attempt(options, 4, 0, 0, ROWS)], 4)
+
+    replay = attempt(options, 4, 0, 0, ROWS)  # the query restarted before Spark recorded batch 4
+    commit(options, [replay], 4)
+
+    assert replay.superseded
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_abort_settles_attempts_that_started_before_it_but_not_the_replay(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    first = attempt(options, 2, 0, 0, ROWS)
+
+    def driver_aborts(producer: TransactionalProducer) -> None:
+        with committer(options) as driver:
+            driver.abort([first], 2)
+
+    # an attempt running while the batch is aborted: fenced
+    with pytest.raises(TxnProducerError):
+        attempt(options, 2, 0, 1, [b"late"], during=driver_aborts)
+    assert committed(cluster, TOPIC) == []
+    assert open_transactions(cluster, TOPIC) == []
+
+    # the restarted query replays batch 2: the abort it finds at its start does not stop it
+    replay = attempt(options, 2, 0, 0, ROWS, query="query-1")
+    assert not replay.superseded
+    commit(options, [replay], 2)
+    assert_settled(cluster, TOPIC, ROWS)
+
+
+def test_decision_of_another_query_id_does_not_supersede(cluster: MockCluster, options: SinkOptions) -> None:
+    """A reset checkpoint restarts the batch ids under a new query id: its batch 0 is written."""
+    commit(options, [attempt(options, 7, 0, 0, ROWS, query="query-1")], 7)
+
+    fresh = attempt(options, 0, 0, 0, [b"new"], query="query-2")
+    commit(options, [fresh], 0)
+
+    assert not fresh.superseded
+    assert_settled(cluster, TOPIC, [*ROWS, b"new"])
+
+
+def test_init_producer_id_count_of_a_plain_attempt(cluster: MockCluster, options: SinkOptions) -> None:
+    """An attempt registers its id once; the driver's commit does not register the winner's."""
+    since = cluster.requests.next_seq()
+    commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)
+    assert init_producer_ids(cluster, "q1-0-0", since) == 1
