@@ -14,7 +14,7 @@ Each loop (the Java client's ``Sender.runOnce``):
 
 The loop never sleeps: it blocks in the network poll with a timeout derived from the next
 linger deadline, retry backoff or expiry, and application threads wake it
-(``NetworkClient.wakeup``, coalesced until the loop comes round again) when a batch starts or
+(``NetworkClient.wakeup``, coalesced until the Sender's next poll ends) when a batch starts or
 fills or a transactional call needs the network.
 """
 
@@ -231,7 +231,6 @@ class Sender(threading.Thread):
         """One iteration of the loop described in the module docstring."""
         net = self._net
         tm = self._tm
-        net.arm_wakeup()  # before any state is read that decides how long the poll may wait
         net.maintain()
         auth_error = net.auth_error
         if auth_error is not None and not tm.has_fatal_error():
