@@ -14,8 +14,8 @@ Each loop (the Java client's ``Sender.runOnce``):
 
 The loop never sleeps: it blocks in the network poll with a timeout derived from the next
 linger deadline, retry backoff or expiry, and application threads wake it
-(``NetworkClient.wakeup``, coalesced until the Sender's next poll ends) when a batch starts or
-fills or a transactional call needs the network.
+(``NetworkClient.wakeup``) when a batch starts or fills or a transactional call needs the
+network.
 """
 
 from __future__ import annotations

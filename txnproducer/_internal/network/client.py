@@ -76,11 +76,9 @@ class NetworkClient:
                            and config.security_protocol == "PLAINTEXT")
         self.cluster = self._client.cluster
         self._direct = DirectConnections(
-            config, self._client._net, broker_address=self.cluster.broker_metadata,
+            config, self._client._net._selector, broker_address=self.cluster.broker_metadata,
             api_versions_request=self._api_versions_request, on_ready=self._direct_ready,
             on_close=self._direct_closed)
-        # see wakeup(): False from a written wake-up until the end of the Sender's next poll
-        self._wakeup_armed = True
         self._manager = self._client._manager
         self._topics_to_add: set[str] = set()
         # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
@@ -152,21 +150,8 @@ class NetworkClient:
     # -- any thread ----------------------------------------------------------------------------
 
     def wakeup(self) -> None:
-        """Interrupt the Sender's network poll (cheap; safe from any thread).
-
-        Wake-ups coalesce, as a Java ``Selector.wakeup`` does: once one is written, later ones
-        are skipped until the Sender has drained it and re-armed, at the end of its next
-        :meth:`poll`. Why no wake-up is lost: a wake-up is skipped only while one is written and
-        not yet followed by the end of a poll; either that byte is still unread (the next poll
-        returns at once) or the poll that read it has yet to end, and the Sender reads the
-        producer's state again after that (every read that decides how long it waits comes
-        after a poll or, the first time, after none was written). A change made before a
-        skipped wake-up is therefore seen. Why coalesce: ``send()`` wakes the Sender for every
-        new or full batch, and each wake-up is a system call.
-        """
-        if self._wakeup_armed:
-            self._wakeup_armed = False
-            self._client.wakeup()
+        """Interrupt the Sender's network poll (cheap; safe from any thread)."""
+        self._client.wakeup()
 
     @property
     def features(self) -> BrokerFeatures | None:
@@ -522,11 +507,7 @@ class NetworkClient:
     def poll(self, timeout_s: float) -> None:
         """Wait for network events and handle them: blocks at most ``timeout_s`` unless woken or
         IO happens (or until the next timeout or throttle end of the Sender's own connections)."""
-        try:
-            self._direct.poll(timeout_s, self._kafka_poll)
-        finally:
-            # after every read of the wake-up socket, before the Sender looks at any state again
-            self._wakeup_armed = True
+        self._direct.poll(timeout_s, self._kafka_poll)
 
     def _kafka_poll(self, timeout_ms: float) -> None:
         self._client.poll(timeout_ms=timeout_ms)

@@ -5,15 +5,10 @@ brokers in ``PLAINTEXT``, with their own rules - the Java client's exponential r
 request timeout per connection - and their own poll. kafka-python keeps the rest (bootstrap,
 metadata, TLS and SASL connections), and its sockets share one selector with ours.
 
-Why a poll of our own: kafka-python's event loop (``NetworkSelector.poll``) costs the Sender
-tens of microseconds per call even when it has nothing to do - a lock, its task and timer
-bookkeeping, five trace-level log calls - and the Sender polls several times per transaction
-(measurements in ``benchmarks/README.md``). When kafka-python has no task ready or due, the
-Sender waits on the selector itself (:meth:`QuietMissSelector.poll_direct`): our sockets' events go
-to their connections, the wake-up socket is drained as kafka-python would drain it, and only
-when one of kafka-python's sockets has an event, or another thread queued it a task, does its
-loop run (at once, without waiting: the event is still there). The wait is bounded by
-kafka-python's next timer, so its metadata refresh and timeouts run when they are due.
+The poll (:meth:`DirectConnections.poll`) is kafka-python's, bounded by our connections' next
+timeout or throttle end; their sockets share kafka-python's selector, which hands them their events
+(:mod:`.selector`). A lean poll of our own that skipped kafka-python's event loop when it had
+nothing due was tried and measured no better (``benchmarks/README.md``).
 
 Thread rule: the Sender thread only (the one that polls).
 """
@@ -31,7 +26,6 @@ from kafka.future import Future
 from txnproducer.config import ProducerConfig
 
 from .connection import DirectConnection
-from .selector import QuietMissSelector
 
 __all__ = ["DirectConnections"]
 
@@ -39,18 +33,16 @@ __all__ = ["DirectConnections"]
 class DirectConnections:
     """The open connections by node id, the reconnect backoff of each node, and the poll."""
 
-    def __init__(self, config: ProducerConfig, loop: Any, *, broker_address: Callable[[Any], Any],
+    def __init__(self, config: ProducerConfig, selector: Any, *, broker_address: Callable[[Any], Any],
                  api_versions_request: Callable[[int], Any],
                  on_ready: Callable[[DirectConnection, Any], None],
                  on_close: Callable[[], None]) -> None:
-        """``loop`` is kafka-python's ``NetworkSelector`` (whose selector our sockets share);
+        """``selector`` is kafka-python's (our sockets share it: :mod:`.selector`);
         ``broker_address(node)`` the broker's metadata (``host``, ``port``) or None;
         ``on_ready(conn, api_versions_answer)`` is told each connection's ApiVersions answer and
         ``on_close()`` each closed connection (the broker may have moved: refresh metadata)."""
         self._config = config
-        self._loop = loop
-        self._selector = loop._selector
-        self._lean = isinstance(self._selector, QuietMissSelector)
+        self._selector = selector
         self._broker_address = broker_address
         self._api_versions_request = api_versions_request
         self._on_ready = on_ready
@@ -158,7 +150,7 @@ class DirectConnections:
     def poll(self, timeout_s: float, kafka_poll: Callable[[float], None]) -> None:
         """Wait at most ``timeout_s`` for network events (less until one of our connections'
         timeouts or throttles ends) and handle them; ``kafka_poll(timeout_ms)`` runs kafka-python's
-        loop. See the module docstring for when that loop runs."""
+        loop, whose selector hands our sockets their events."""
         now = time.monotonic()
         earliest = None
         for conn in self._conns.values():
@@ -167,18 +159,7 @@ class DirectConnections:
                 earliest = deadline
         if earliest is not None and earliest - now < timeout_s:
             timeout_s = earliest - now
-        timeout_s = max(0.0, timeout_s)
-        loop = self._loop
-        if self._lean and not loop._ready:
-            scheduled = loop._scheduled
-            due = scheduled[0][0] - now if scheduled else timeout_s
-            if due > 0:  # kafka-python has nothing to do before ``due``
-                theirs = self._selector.poll_direct(min(timeout_s, due), loop._wakeup_r)
-                if theirs or loop._ready:  # its sockets' events, or a task another thread queued
-                    kafka_poll(0)
-                self._tick(earliest)
-                return
-        kafka_poll(timeout_s * 1000)
+        kafka_poll(max(0.0, timeout_s) * 1000)
         self._tick(earliest)
 
     def _tick(self, earliest: float | None) -> None:

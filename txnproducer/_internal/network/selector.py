@@ -5,21 +5,15 @@ each time it waits to read and asks ``get_key`` first, which usually misses; the
 then formats the socket's repr (``getsockname`` and ``getpeername`` calls) into a KeyError message,
 twice, and kafka-python drops the message (a profile with the cost is in ``benchmarks/README.md``).
 And the Sender's own connections (:mod:`.connection`) are registered in the same selector, so one
-``epoll`` serves both kinds of socket: their events are handed to them here, in kafka-python's poll
-(:meth:`QuietMissSelector.select`) or in the Sender's own (:meth:`QuietMissSelector.poll_direct`,
-see :mod:`.direct_connections`).
+``epoll`` serves both kinds of socket: their events are handed to them here.
 """
 
 from __future__ import annotations
 
 import selectors
-import socket
 from typing import Any
 
 from .connection import DirectConnection
-
-# What the wake-up socket's reader gets in one call; kafka-python drains it with the same size.
-_WAKEUP_DRAIN = 1024
 
 __all__ = ["QuietMissSelector"]
 
@@ -57,26 +51,4 @@ class QuietMissSelector(selectors.DefaultSelector):
                 data.on_events(events)
             else:
                 theirs.append((key, events))
-        return theirs
-
-    def poll_direct(self, timeout: float, wakeup: socket.socket) -> bool:
-        """Wait up to ``timeout`` seconds; hand our connections their events and drain the
-        ``wakeup`` socket (kafka-python's, written by ``wakeup()`` from any thread) as kafka-python
-        does. True when kafka-python's own sockets have events, or the wake-up socket needs its
-        attention (closed or failing: kafka-python rebuilds it): its loop must run then."""
-        theirs = False
-        for key, events in selectors.DefaultSelector.select(self, timeout):
-            data = key.data
-            if type(data) is DirectConnection:
-                data.on_events(events)
-            elif key.fileobj is wakeup:
-                try:
-                    if not wakeup.recv(_WAKEUP_DRAIN):
-                        theirs = True
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    theirs = True
-            else:
-                theirs = True
         return theirs

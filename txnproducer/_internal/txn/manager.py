@@ -340,7 +340,7 @@ class TransactionManager(ProduceSide):
             return False
         if self._new_partitions:
             return True
-        head = self._requests.head()
+        head = self._requests.peek()
         if head is None:
             return False
         return not (head.is_end_txn and has_incomplete_batches)
