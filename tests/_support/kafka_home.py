@@ -40,8 +40,14 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (what random-uuid prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (what random-uuid prints).
+
+    Never one starting with ``-`` (1 in 64 would): ``kafka-storage.sh format -t -abc`` reads it as
+    an option and fails; Kafka's own ``Uuid.randomUuid`` draws again in that case too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def api_versions_ok(host: str, port: int, timeout_s: float) -> bool:

@@ -113,7 +113,7 @@ class _Countdown:
 async def wait_batches(batches: list[ProducerBatch], deadline: float, bound: str) -> None:
     """Await every batch's completion (split ones: of every part) until ``deadline``; one wake-up
     for the loop however many batches there are."""
-    pending = [b for b in batches if not b.done_event.is_set()]
+    pending = [b for b in batches if not b.is_done()]
     if not pending:
         return
     fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -121,7 +121,7 @@ async def wait_batches(batches: list[ProducerBatch], deadline: float, bound: str
     for batch in pending:
         batch.add_done_callback(countdown)
     if not await wait_signal(fut, deadline):
-        left = next((b for b in pending if not b.done_event.is_set()), None)
+        left = next((b for b in pending if not b.is_done()), None)
         if left is not None:
             raise errors.TimeoutError(
                 f"flush did not complete within {bound}; {left.tp.topic}-{left.tp.partition} still pending")

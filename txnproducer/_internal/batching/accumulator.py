@@ -279,7 +279,7 @@ class RecordAccumulator:
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             for batch in pending:
                 remaining = batch.max_wait_s if deadline is None else deadline - time.monotonic()
-                if remaining < 0 or not batch.done_event.wait(remaining):
+                if remaining < 0 or not batch.wait_done(remaining):
                     bound = "delivery_timeout_ms" if timeout_s is None else f"timeout={timeout_s}s"
                     raise errors.TimeoutError(
                         f"flush did not complete within {bound}; "
@@ -509,7 +509,8 @@ class RecordAccumulator:
         if batch.reserved:
             self._used -= batch.reserved
             batch.reserved = 0
-            self._lock.notify_all()
+            if self._memory_waiters:  # counted under this lock by every waiter before it waits
+                self._lock.notify_all()
             self.memory_freed.notify()
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:

@@ -117,7 +117,7 @@ class RecordFuture:
 
     def _wait(self, timeout: float | None) -> None:
         bound = self._batch.max_wait_s if timeout is None else timeout
-        if not self._batch.done_event.wait(bound):
+        if not self._batch.wait_done(bound):
             what = f"timeout={timeout}s" if timeout is not None else "delivery_timeout_ms"
             raise errors.TimeoutError(
                 f"record for {self._batch.tp.topic}-{self._batch.tp.partition} not acknowledged "
@@ -148,8 +148,8 @@ class ProducerBatch:
     """Records for one partition that are sent (and retried) as one magic-v2 batch."""
 
     __slots__ = (
-        "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
-        "created", "done_callbacks", "done_event", "drained_at", "exception", "final_state", "full",
+        "_done_event", "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
+        "created", "done_callbacks", "drained_at", "exception", "final_state", "full",
         "in_flight", "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
         "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sent_to",
         "sequence_reset", "split_into", "tp",
@@ -181,7 +181,8 @@ class ProducerBatch:
         self.exception: BaseException | None = None
         self.record_errors: dict[int, BaseException] | None = None
         self.callback_futures: list[RecordFuture] = []
-        self.done_event = threading.Event()
+        # created by the first thread that waits (wait_done): most batches never have a waiter
+        self._done_event: threading.Event | None = None
         self.done_callbacks: list[Callable[[], None]] | None = None  # see add_done_callback
         self.max_wait_s = max_wait_s
         # After a split (MESSAGE_TOO_LARGE): (index of its first record, part) for each part; the
@@ -206,6 +207,22 @@ class ProducerBatch:
                               -1 if key is None else len(key), -1 if value is None else len(value))
         self.record_count += 1
         return future
+
+    def is_done(self) -> bool:
+        """Whether the batch is final for its futures (split: every part is)."""
+        return self.final_state is not None
+
+    def wait_done(self, timeout: float | None) -> bool:
+        """Wait until :meth:`is_done`; False if ``timeout`` seconds passed first."""
+        if self.final_state is not None:
+            return True
+        with _CALLBACK_LOCK:
+            if self.final_state is not None:
+                return True
+            event = self._done_event
+            if event is None:
+                event = self._done_event = threading.Event()
+        return event.wait(timeout)
 
     def is_full(self, batch_size: int) -> bool:
         return self.full or self.builder is None or self.builder.size() >= batch_size
@@ -254,7 +271,8 @@ class ProducerBatch:
             self.final_state = "succeeded" if exception is None else "failed"
             futures = self.callback_futures
             self.callback_futures = []
-        self._completed(futures)
+            event = self._done_event
+        self._completed(futures, event)
         return True
 
     def _part_finished(self) -> None:
@@ -269,7 +287,8 @@ class ProducerBatch:
             self.final_state = "succeeded" if not failed else "failed"
             futures = self.callback_futures
             self.callback_futures = []
-        self._completed(futures)
+            event = self._done_event
+        self._completed(futures, event)
 
     def add_done_callback(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once the batch is final for its futures (split: every part is): at once
@@ -283,9 +302,10 @@ class ProducerBatch:
                 return
         fn()
 
-    def _completed(self, futures: list[RecordFuture]) -> None:
+    def _completed(self, futures: list[RecordFuture], event: threading.Event | None) -> None:
         # outside the lock: wake waiters, run callbacks, tell a split batch that a part is done
-        self.done_event.set()
+        if event is not None:
+            event.set()
         for future in futures:
             future._run_callbacks()
         if self.done_callbacks is not None:

@@ -33,6 +33,7 @@ from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
 from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
 from txnproducer._internal.network.connection import DirectConnection
+from txnproducer._internal.network.direct_connections import DirectConnections
 from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
 from txnproducer._internal.network.redaction import install_secret_filter
 from txnproducer._internal.network.secured import EofLastTCPTransport, SecuredConnectionManager
@@ -73,9 +74,11 @@ class NetworkClient:
         self._client = client if client is not None else self._kafka_client(config)
         self._direct_io = (client is None and self.direct_io_enabled
                            and config.security_protocol == "PLAINTEXT")
-        self._direct: dict[Any, DirectConnection] = {}
-        self._reconnect: dict[Any, tuple[int, float]] = {}  # node -> (failures in a row, not before)
         self.cluster = self._client.cluster
+        self._direct = DirectConnections(
+            config, self._client._net._selector, broker_address=self.cluster.broker_metadata,
+            api_versions_request=self._api_versions_request, on_ready=self._direct_ready,
+            on_close=self._direct_closed)
         self._manager = self._client._manager
         self._topics_to_add: set[str] = set()
         # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
@@ -344,16 +347,13 @@ class NetworkClient:
         """True when a request to ``node`` would go out now (connected, under the in-flight limit,
         not throttled)."""
         if self._direct_io:
-            conn = self._direct.get(node)
-            return (conn is not None and conn.ready
-                    and conn.in_flight_count < self._config.max_in_flight_requests_per_connection
-                    and (not conn.throttled_until or conn.throttled_until <= time.monotonic()))
+            return self._direct.is_ready(node)
         return bool(self._client.is_ready(node))
 
     def ensure_connecting(self, node: Any) -> None:
         """Start a connection to ``node`` if none exists (no-op while in reconnect backoff)."""
         if self._direct_io:
-            self._direct_connection(node)
+            self._direct.connection(node)
             return
         try:
             self._client.maybe_connect(node)
@@ -363,10 +363,7 @@ class NetworkClient:
     def connection_delay(self, node: Any) -> float:
         """Seconds until a reconnect to ``node`` may be attempted."""
         if self._direct_io:
-            if node in self._direct:
-                return 0.0
-            _failures, not_before = self._reconnect.get(node, (0, 0.0))
-            return max(0.0, not_before - time.monotonic())
+            return self._direct.connection_delay(node)
         return float(self._manager.connection_delay(node))
 
     def has_connection(self, node: Any) -> bool:
@@ -395,9 +392,7 @@ class NetworkClient:
         if ``request_timeout_ms`` had passed. For a broker the cluster has moved away from while it
         does not answer (a grey failure); its requests are then sent again where they now belong."""
         error = kerrors.KafkaConnectionError(reason)
-        conn = self._direct.get(node)
-        if conn is not None:
-            conn.close(error)
+        self._direct.close(node, error)
         theirs = self._manager._conns.get(node)
         if theirs is not None:
             with contextlib.suppress(Exception):  # closing must not raise; the socket goes either way
@@ -440,15 +435,7 @@ class NetworkClient:
         ``direct=False`` keeps the request on kafka-python's connection (the ApiVersions that
         reads the broker's features, which must see what kafka-python negotiated)."""
         if self._direct_io and direct:
-            conn = self._direct_connection(node)
-            if conn is None:
-                return Future().failure(kerrors.KafkaConnectionError(
-                    f"broker {node} cannot be reached now (unknown to the metadata, or waiting "
-                    f"{int(self.connection_delay(node) * 1000)} ms before reconnecting)"))
-            try:
-                return conn.send(request)
-            except Exception as exc:  # the request could not be encoded: nothing was queued
-                return Future().failure(exc)
+            return self._direct.send(node, request)
         try:
             future = self._client.send(node, request)
         except Exception as exc:  # connection setup errors surface as a failed future
@@ -457,31 +444,6 @@ class NetworkClient:
         return future
 
     # -- the Sender's own connections (direct_io) -------------------------------------------------
-
-    def _direct_connection(self, node: Any) -> DirectConnection | None:
-        """The open connection to ``node``, starting one unless in reconnect backoff."""
-        conn = self._direct.get(node)
-        if conn is not None:
-            return conn
-        _failures, not_before = self._reconnect.get(node, (0, 0.0))
-        if not_before > time.monotonic():
-            return None
-        broker = self.cluster.broker_metadata(node)
-        if broker is None:
-            self.request_metadata_update()
-            return None
-        config = self._config
-        conn = DirectConnection(
-            node, broker.host, broker.port, selector=self._client._net._selector,
-            client_id=config.effective_client_id,
-            request_timeout_s=config.request_timeout_ms / 1000,
-            setup_timeout_s=config.socket_connection_setup_timeout_ms / 1000,
-            on_close=self._direct_closed, api_versions_request=self._api_versions_request,
-            on_ready=self._direct_ready)
-        if conn.closed:  # failed at once (name resolution, refused): backoff already set
-            return None
-        self._direct[node] = conn
-        return conn
 
     def _api_versions_request(self, version: int) -> Any:
         return ApiVersionsRequest(
@@ -504,8 +466,7 @@ class NetworkClient:
         upgrade brokers of two versions serve the same cluster, and a version only the newer
         ones know would make the older one close the connection."""
         if self._direct_io:
-            conn = self._direct.get(node)
-            versions = conn.api_versions if conn is not None else None
+            versions = self._direct.api_versions(node)
         else:
             their = self._manager._conns.get(node)
             data = getattr(their, "broker_version_data", None)
@@ -513,28 +474,9 @@ class NetworkClient:
         entry = versions.get(api_key) if versions else None
         return None if entry is None else int(entry[1])
 
-    def _direct_closed(self, conn: DirectConnection, was_ready: bool) -> None:
-        """Forget a closed connection and set when ``node`` may be tried again: the Java client's
-        exponential reconnect backoff with 20 % jitter, ``reconnect_backoff_ms`` after a
-        connection that worked or a first failed attempt, doubling with each further failed
-        attempt in a row up to ``reconnect_backoff_max_ms``."""
-        node = conn.node_id
-        if self._direct.get(node) is conn:
-            del self._direct[node]
-        failures = 0 if was_ready else self._reconnect.get(node, (0, 0.0))[0] + 1
-        config = self._config
-        backoff_ms = min(config.reconnect_backoff_max_ms,
-                         config.reconnect_backoff_ms * (2 ** min(max(failures - 1, 0), 30)))
-        backoff_ms *= random.uniform(0.8, 1.2)
-        self._reconnect[node] = (failures, time.monotonic() + backoff_ms / 1000)
+    def _direct_closed(self) -> None:
         if not self._closed:
             self.request_metadata_update()  # the broker may have moved or gone
-
-    def _tick_direct(self) -> None:
-        if self._direct:
-            now = time.monotonic()
-            for conn in list(self._direct.values()):
-                conn.tick(now)
 
     def _write_now(self, node: Any) -> None:
         """Put a plaintext request on the wire now instead of in the next two polls.
@@ -560,22 +502,15 @@ class NetworkClient:
         theirs = int(self._client.in_flight_request_count(node))
         if not self._direct_io:
             return theirs
-        if node is None:
-            return theirs + sum(conn.in_flight_count for conn in self._direct.values())
-        conn = self._direct.get(node)
-        return conn.in_flight_count if conn is not None else 0
+        return (theirs if node is None else 0) + self._direct.in_flight_count(node)
 
     def poll(self, timeout_s: float) -> None:
-        """Run the network loop once: blocks at most ``timeout_s`` unless woken or IO happens
-        (or until the next timeout or throttle end of the Sender's own connections)."""
-        if self._direct:
-            now = time.monotonic()
-            for conn in self._direct.values():
-                deadline = conn.next_deadline()
-                if deadline is not None and deadline - now < timeout_s:
-                    timeout_s = deadline - now
-        self._client.poll(timeout_ms=max(0.0, timeout_s) * 1000)
-        self._tick_direct()
+        """Wait for network events and handle them: blocks at most ``timeout_s`` unless woken or
+        IO happens (or until the next timeout or throttle end of the Sender's own connections)."""
+        self._direct.poll(timeout_s, self._kafka_poll)
+
+    def _kafka_poll(self, timeout_ms: float) -> None:
+        self._client.poll(timeout_ms=timeout_ms)
 
     def request_metadata_update(self) -> None:
         """Ask for a metadata refresh (no-op when one is already requested: each request wakes
@@ -590,8 +525,7 @@ class NetworkClient:
         with self._cond:
             self._closed = True
             self._notify()
-        for conn in list(self._direct.values()):
-            conn.close(errors.ClosedError("producer closed before the broker answered"))
+        self._direct.close_all(errors.ClosedError("producer closed before the broker answered"))
         if self._token_cache is not None:
             self._token_cache.close()
         with contextlib.suppress(Exception):  # closing must not raise; the sockets go either way

@@ -326,6 +326,25 @@ class TransactionManager(ProduceSide):
                 return handler
             return None
 
+    def may_have_request(self, has_incomplete_batches: bool) -> bool:
+        """False when :meth:`next_request` would return None and change nothing; True when it
+        might return a handler. Without the lock: the Sender asks on every loop iteration and
+        between two Produce requests, and the answer is nearly always "nothing".
+
+        Why a stale read is safe: True only sends the Sender to :meth:`next_request`, which
+        decides under the lock. False needs the queue empty (a request queued by another thread
+        afterwards comes with a wake-up) or an EndTxn waiting for batches that only the Sender
+        thread completes, or a request in flight (also only the Sender's to end).
+        """
+        if self._closed or self._requests.in_flight is not None:
+            return False
+        if self._new_partitions:
+            return True
+        head = self._requests.peek()
+        if head is None:
+            return False
+        return not (head.is_end_txn and has_incomplete_batches)
+
     def next_request_delay_ms(self) -> float | None:
         """Milliseconds until the head of the queue may be sent (0: now), None if it is empty."""
         with self._lock:

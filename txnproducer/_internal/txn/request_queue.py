@@ -56,6 +56,15 @@ class TxnRequestQueue:
     def head(self) -> TxnRequestHandler | None:
         return self._heap[0][2] if self._heap else None
 
+    def peek(self) -> TxnRequestHandler | None:
+        """:meth:`head` for a reader that does not hold the manager's lock: the list is read
+        once (``remove_where`` replaces it) and an emptied one gives None, not IndexError."""
+        heap = self._heap
+        try:
+            return heap[0][2]
+        except IndexError:
+            return None
+
     def head_is_due(self) -> bool:
         """Whether the first handler's backoff (if any) has passed."""
         return bool(self._heap) and self._heap[0][2].not_before <= self._clock()
