@@ -136,7 +136,7 @@ def _assert_lso_reaches_hw(s: StreamScenario, seen_at: float, batch: int) -> flo
         assert time.monotonic() - seen_at < LSO_WITHIN_S, (
             f"batch {batch}: a transaction is still open {LSO_WITHIN_S}s after the commit"
             f" (LSO {lso}, HW {hw})")
-        time.sleep(0.2)
+        time.sleep(0.2)  # offsets of another process's broker: nothing to wait on but asking again
 
 
 def run_stream_scenario(s: StreamScenario) -> ScenarioReport:

@@ -65,12 +65,11 @@ def test_a_process_that_exits_is_replayed_as_it_was_told(tmp_path: Path) -> None
 
 
 CHILD = """
-import sys, time
+import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from tests._support.txn_journal import JournalLedger
 from tests._support.txn_ledger import Outcome
-import os
 
 class Never:
     def add_callback(self, fn):
@@ -93,7 +92,7 @@ timer.__enter__()  # commit asked for, never returns
 sending = ledger.begin("w1", 2, "tx-w0", 2, False, "commit")  # a second instance of the process
 ledger.sent(sending, Never(), "out", 0, 45.0)
 print("ready", flush=True)
-time.sleep(60)
+signal.pause()  # until the test kills this process
 """
 
 
