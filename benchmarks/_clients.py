@@ -62,12 +62,14 @@ class KafkaPythonClient:
 
     name = "kafka-python"
 
-    def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS) -> None:
+    def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS,
+                 batch_size: int | None = None) -> None:
         from kafka import KafkaProducer
 
         self.producer = KafkaProducer(
             bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=linger_ms,
             acks="all", max_block_ms=int(BLOCK_TIMEOUT_S * 1000),
+            **({} if batch_size is None else {"batch_size": batch_size}),
         )
 
     def init(self) -> None:
@@ -100,12 +102,14 @@ class ConfluentClient:
 
     name = "confluent-kafka"
 
-    def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS) -> None:
+    def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS,
+                 batch_size: int | None = None) -> None:
         from confluent_kafka import Producer
 
         self.producer = Producer({
             "bootstrap.servers": bootstrap, "transactional.id": transactional_id,
             "linger.ms": linger_ms, "acks": "all",
+            **({} if batch_size is None else {"batch.size": batch_size}),
         })
 
     def init(self) -> None:
@@ -144,14 +148,16 @@ class OurClient(TxnProducerClient):
         self.producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
 
 
-def make_client(name: str, bootstrap: str, transactional_id: str) -> Any:
+def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: int | None = None) -> Any:
+    """``batch_size``: the same batch size in bytes for every client (None: each client's default)."""
     if name in OUR_CLIENTS:
         return OurClient(bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=LINGER_MS,
-                         max_block_ms=int(BLOCK_TIMEOUT_S * 1000))
+                         max_block_ms=int(BLOCK_TIMEOUT_S * 1000),
+                         **({} if batch_size is None else {"batch_size": batch_size}))
     if name == "kafka-python":
-        return KafkaPythonClient(bootstrap, transactional_id)
+        return KafkaPythonClient(bootstrap, transactional_id, batch_size=batch_size)
     if name == "confluent-kafka":
-        return ConfluentClient(bootstrap, transactional_id)
+        return ConfluentClient(bootstrap, transactional_id, batch_size=batch_size)
     raise ValueError(f"unknown client {name!r}; one of {', '.join(CLIENTS)}")
 
 
@@ -292,8 +298,12 @@ def run_eos_processor(bootstrap: str, input_topic: str, output_topic: str, num_r
 
 
 def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_records: int | None,
-            max_seconds: float | None, input_topic: str | None = None) -> dict[str, Any]:
+            max_seconds: float | None, input_topic: str | None = None,
+            batch_size: int | None = None) -> dict[str, Any]:
+    """``batch_size`` (S1-S3, the sync clients): the same batch size for every client."""
     spec = SCENARIOS[scenario]
+    if batch_size is not None and (client_name in AIO_CLIENTS or scenario == "S4"):
+        raise ValueError("--batch-size is for the sync clients' S1-S3")
     n = num_records or spec["num_records"]
     bound = max_seconds or spec["max_seconds"]
     txn_id = f"bench-{client_name}-{scenario}-{uuid.uuid4().hex[:8]}"
@@ -322,7 +332,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             return {"client": client_name, "scenario": scenario,
                     "skipped": "S4 compares ours with kafka-python"}
     else:
-        client = make_client(client_name, bootstrap, txn_id)
+        client = make_client(client_name, bootstrap, txn_id, batch_size)
         try:
             result = run_workload(client, topic, n, RECORD_SIZE, records_per_txn=spec["records_per_txn"],
                                   max_seconds=bound)
@@ -348,9 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-topic", help="S4: topic read (already filled)")
     parser.add_argument("--num-records", type=int, default=None)
     parser.add_argument("--max-seconds", type=float, default=None)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="batch size in bytes (default: the client's own default)")
     args = parser.parse_args(argv)
     result = run_one(args.client, args.scenario, args.bootstrap, args.topic, args.num_records,
-                     args.max_seconds, args.input_topic)
+                     args.max_seconds, args.input_topic, args.batch_size)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0

@@ -79,14 +79,15 @@ def compile_bench(classpath: str, out_dir: Path, source: Path = SOURCE) -> Path:
 
 def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, records_per_txn: int,
                  num_records: int, max_seconds: float, record_size: int,
-                 warmup_seconds: float = 0.0) -> list[str]:
-    """One S1-S3 run of the Java client, after ``warmup_seconds`` of the same loop untimed.
+                 warmup_seconds: float = 0.0, batch_size: int | None = None) -> list[str]:
+    """One S1-S3 run of the Java client, after ``warmup_seconds`` of the same loop untimed
+    (``batch_size``: its ``batch.size``; None keeps the client's default).
 
     The JVM runs with its defaults, as a user would start it; note that its garbage collector
     then depends on the CPUs it may use (Serial on one CPU, G1 on two or more)."""
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
             str(records_per_txn), str(num_records), str(max_seconds), str(record_size),
-            str(warmup_seconds)]
+            str(warmup_seconds)] + ([] if batch_size is None else [str(batch_size)])
 
 
 def stream_command(classpath: str, classes: Path, bootstrap: str, topic: str, transactional_id: str,

@@ -183,8 +183,10 @@ def log(message: str) -> None:
 
 def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
                num_records: int | None, max_seconds: float, run_timeout: float,
-               cpus: set[int] | None = None, java: tuple[str, Path] | None = None) -> dict[str, Any]:
-    """One run in its own process; ``java`` is (class path, compiled classes) for the Java client."""
+               cpus: set[int] | None = None, java: tuple[str, Path] | None = None,
+               batch_size: int | None = None) -> dict[str, Any]:
+    """One run in its own process; ``java`` is (class path, compiled classes) for the Java client;
+    ``batch_size`` the same batch size in bytes for every client (None: each client's default)."""
     if client == JAVA_CLIENT:
         if scenario == "S4":
             return {"client": client, "scenario": scenario, "skipped": "S4 compares ours with kafka-python"}
@@ -192,7 +194,7 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             raise ValueError("the java client needs its class path and compiled classes")
         cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
                            num_records or SCENARIOS[scenario]["num_records"], max_seconds, RECORD_SIZE,
-                           JAVA_WARMUP_S)
+                           JAVA_WARMUP_S, batch_size)
     else:
         cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
                "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
@@ -200,6 +202,8 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd += ["--num-records", str(num_records)]
         if input_topic is not None:
             cmd += ["--input-topic", input_topic]
+        if batch_size is not None:
+            cmd += ["--batch-size", str(batch_size)]
     env = dict(os.environ)
     env.pop("TXNPRODUCER_PURE_PYTHON", None)
     if client == PURE:  # txnproducer on its pure-Python hot path
@@ -369,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the broker compare.py starts (--kafka-home, or the MockCluster) on these "
                              "CPUs, e.g. 0 (Linux); pin a --bootstrap broker yourself (taskset -a -p)")
     parser.add_argument("--client-cpus", help="run every client on these CPUs, e.g. 1 (Linux)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="the same batch size in bytes for every client, S1-S3 (default: each "
+                             "client's own: 16384 for txnproducer, kafka-python and Java, 1000000 "
+                             "for librdkafka)")
     parser.add_argument("--mock", action="store_true",
                         help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
                              "$KAFKA_HOME is set")
@@ -390,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     for c in clients:
         if c not in ALL_CLIENTS:
             parser.error(f"unknown client {c!r}; one of {', '.join(ALL_CLIENTS)}")
+    if args.batch_size is not None and (args.batch_size < 1 or "S4" in scenarios
+                                        or set(clients) & set(AIO_CLIENTS)):
+        parser.error("--batch-size takes bytes >= 1 and is for the sync clients' S1-S3")
     if args.java_classpath and JAVA_CLIENT not in clients:
         parser.error("--java-classpath is for the java client: add java to --clients")
     java_cp: str | None = None
@@ -440,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
                     result = run_client(client, scenario, bootstrap, topics.get((scenario, client), ""),
                                         input_topic if scenario == "S4" else None, counts[scenario],
-                                        bound, args.run_timeout, client_cpus, java)
+                                        bound, args.run_timeout, client_cpus, java, args.batch_size)
                     result["round"] = round_no
                     if round_no < 1:
                         result["warmup"] = True
@@ -473,8 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     table = markdown_table(med, clients)
     warmup = f" after {args.warmup_rounds} warm-up round(s)" if args.warmup_rounds else ""
+    batching = (f"batch size {args.batch_size} bytes for every client" if args.batch_size is not None
+                else "each client's default batch size")
     header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds{warmup}, medians; "
-              f"100-byte values, linger 5 ms, 3 partitions.\n\n")
+              f"100-byte values, linger 5 ms, 3 partitions, {batching}.\n\n")
     (out_dir / "results.md").write_text(header + table + "\n")
     if chart(med, clients, out_dir / "results.png", f"Transactional producers — {description}"):
         log(f"chart: {out_dir / 'results.png'}")

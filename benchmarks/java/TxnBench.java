@@ -37,9 +37,9 @@ public final class TxnBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 6 && args.length != 7) {
+        if (args.length < 6 || args.length > 8) {
             System.err.println("usage: TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS MAX_SECONDS "
-                    + "RECORD_SIZE [WARMUP_SECONDS]");
+                    + "RECORD_SIZE [WARMUP_SECONDS [BATCH_SIZE]]");
             System.exit(2);
         }
         String bootstrap = args[0];
@@ -48,7 +48,8 @@ public final class TxnBench {
         int numRecords = Integer.parseInt(args[3]);
         double maxSeconds = Double.parseDouble(args[4]);
         int recordSize = Integer.parseInt(args[5]);
-        double warmupSeconds = args.length == 7 ? Double.parseDouble(args[6]) : 0.0;
+        double warmupSeconds = args.length >= 7 ? Double.parseDouble(args[6]) : 0.0;
+        String batchSize = args.length == 8 ? args[7] : null;  // null: the client's default
 
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -56,6 +57,9 @@ public final class TxnBench {
                 "bench-java-" + Long.toHexString(new Random().nextLong()));
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        if (batchSize != null) {
+            props.put(ProducerConfig.BATCH_SIZE_CONFIG, batchSize);
+        }
         props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "60000");
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());

@@ -138,3 +138,55 @@ def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.
 
 def _java() -> Any:
     return _load("_bench_java", "_java.py")
+
+
+def test_one_batch_size_reaches_every_client_and_the_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--batch-size``: the same batch size for every client (librdkafka's default is 60x Java's,
+    which is most of its lead in CPU per record); each client gets it in its own setting's name."""
+    clients = _load("_bench_clients", "_clients.py")
+    seen: dict[str, Any] = {}
+
+    class Recorder:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            seen["args"], seen["kwargs"] = args, kwargs
+
+    import kafka
+    monkeypatch.setattr(kafka, "KafkaProducer", Recorder)
+    clients.KafkaPythonClient("b:1", "t", batch_size=65536)
+    assert seen["kwargs"]["batch_size"] == 65536
+    clients.KafkaPythonClient("b:1", "t")
+    assert "batch_size" not in seen["kwargs"]  # its own default
+    confluent = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a [bench] extra")
+    monkeypatch.setattr(confluent, "Producer", Recorder)
+    clients.ConfluentClient("b:1", "t", batch_size=65536)
+    assert seen["args"][0]["batch.size"] == 65536
+    monkeypatch.setattr(clients.OurClient, "__init__", Recorder.__init__)
+    clients.make_client("txnproducer-pure", "b:1", "t", 65536)
+    assert seen["kwargs"]["batch_size"] == 65536
+    clients.make_client("txnproducer", "b:1", "t")
+    assert "batch_size" not in seen["kwargs"]
+
+    java = _java()
+    cmd = java.java_command("cp", tmp_path, "b:1", "t", 1, 10, 15.0, 100, 3.0, 65536)
+    assert cmd[-2:] == ["3.0", "65536"]
+    assert "BATCH_SIZE_CONFIG" in (ROOT / "benchmarks" / "java" / "TxnBench.java").read_text()
+
+    compare = _compare()
+    commands: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **_kwargs: Any) -> Any:
+        commands.append(cmd)
+        out = json.dumps({"client": "txnproducer", "transactions_per_s": 1.0})
+        return compare.subprocess.CompletedProcess(cmd, 0, stdout=out + "\n", stderr="")
+
+    monkeypatch.setattr(compare.subprocess, "run", fake_run)
+    compare.run_client("txnproducer", "S1", "b:1", "t", None, 10, 1.0, 5.0, batch_size=65536)
+    assert commands[-1][-2:] == ["--batch-size", "65536"]
+    compare.run_client("txnproducer", "S1", "b:1", "t", None, 10, 1.0, 5.0)
+    assert "--batch-size" not in commands[-1]
+    for bad in (["--scenarios", "S4"], ["--clients", "txnproducer-aio"], ["--batch-size", "0"]):
+        argv = ["--mock", "--batch-size", "65536", "--out-dir", str(tmp_path), *bad]
+        with pytest.raises(SystemExit):
+            compare.main(argv)
+        assert "--batch-size" in capsys.readouterr().err
