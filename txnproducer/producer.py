@@ -7,6 +7,11 @@ and raises :class:`~txnproducer.errors.TimeoutError` naming the bound when it ru
 transactional call that timed out keeps running in the background; calling it again waits for
 the same outcome.
 
+Why one piece (just over 600 lines): it is the public class, one method per call of the Java
+client's API, each a few lines that check arguments and hand the work to the transaction manager,
+the accumulator or the Sender; split, the API would be spread over files that each hold part of
+one class.
+
 Typical use::
 
     with TransactionalProducer(bootstrap_servers="localhost:9092", transactional_id="tx-1") as p:
@@ -135,14 +140,21 @@ class TransactionalProducer:
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: Callable[[str, Any, Any, Any], RecordFuture | None] | None = None
+        self._fast_send_closed: Callable[[], None] | None = None
         # (not with a custom partitioner or value serializer: every record would be handed back)
         if _SPEEDUPS is not None and self._acc.appender is not None and self._partitioner is None \
                 and self._plain_values:
-            self._fast_send = _SPEEDUPS.SendPath(
+            fast = _SPEEDUPS.SendPath(
                 self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
-                self._sticky.current_by_topic, config.batch_size, self._tps,
-                self._acc.appender, NO_HEADERS_ENCODED, RECORD_OVERHEAD,
-                self._plain_keys, self._plain_values, self._partitioner is None, StickyPartition)
+                self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
+                NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
+                self._partitioner is None, StickyPartition)
+            # Its state is pushed to it, not read per record: the TM's transitions (none can happen
+            # before the Sender starts), a Sender crash, close().
+            self._tm.in_transaction_listener = fast.set_in_transaction
+            self._sender.on_crash = fast.mark_crashed
+            self._fast_send_closed = fast.mark_closed
+            self._fast_send = fast
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:
@@ -582,6 +594,8 @@ class TransactionalProducer:
             if self._closed:
                 return False
             self._closed = True
+            if self._fast_send_closed is not None:  # the compiled send path takes no more records
+                self._fast_send_closed()
         self._acc.close()
         self._sender.initiate_close(force=bound == 0)
         return True

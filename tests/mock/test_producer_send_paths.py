@@ -102,3 +102,92 @@ def test_concurrent_senders_lose_and_duplicate_nothing(mock_cluster: MockCluster
     for n, fs in enumerate(futures):
         for i, f in enumerate(fs):
             assert stored[(f.get(5).partition, f.get(5).offset)].value == b"%d-%d" % (n, i)
+
+
+compiled_only = pytest.mark.skipif(accel.PATH != "compiled",
+                                   reason="the compiled send path is not built here")
+
+
+@compiled_only
+def test_the_compiled_path_takes_records_only_while_a_transaction_is_open(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The fast path keeps its own flag of the TM's state (pushed on every transition, not read per
+    record): it must be open exactly while a transaction is, so that every record outside one goes
+    the Python way and gets its IllegalStateError there."""
+    from txnproducer import errors
+    from txnproducer._internal.txn.state import State
+
+    mock_cluster.create_topic("gate", partitions=1)
+    producer = make_producer()
+    fast = producer._fast_send
+    seen: list[tuple[bool, State]] = []  # (what the listener was told, the TM's state right then)
+    told = producer._tm.in_transaction_listener
+
+    def listener(in_transaction: bool) -> None:
+        seen.append((in_transaction, producer._tm.state))
+        told(in_transaction)
+
+    producer._tm.in_transaction_listener = listener
+    assert not fast.is_open()
+    with pytest.raises(errors.IllegalStateError):
+        producer.send("gate", b"before init")
+    producer.init_transactions()
+    assert not fast.is_open()
+    producer.begin_transaction()
+    assert fast.is_open()
+    first = producer.send("gate", b"in the first")
+    producer.commit_transaction(10)
+    assert not fast.is_open() and first.get(5).offset >= 0
+    with pytest.raises(errors.IllegalStateError):
+        producer.send("gate", b"between transactions")
+    producer.begin_transaction()
+    assert fast.is_open()
+    producer.send("gate", b"aborted")
+    producer.abort_transaction(10)
+    assert not fast.is_open()
+    # told True only once IN_TRANSACTION, False while still IN_TRANSACTION (before it leaves)
+    assert [flag for flag, _ in seen] == [True, False, True, False]
+    assert all(state is State.IN_TRANSACTION for _, state in seen)
+    producer.begin_transaction()
+    producer._tm.in_transaction_listener = None  # from here on, only close() may shut the fast path
+    producer.close(5)
+    assert not fast.is_open()
+    with pytest.raises(errors.ClosedError):
+        producer.send("gate", b"after close")
+    stored = [r.value for r in mock_cluster.partition_records("gate", 0, read_committed=True)]
+    assert stored == [b"in the first"]
+
+
+class _SenderDied(BaseException):
+    """Not an Exception: the Sender's loop does not retry it, its last line of defence catches it."""
+
+
+@compiled_only
+def test_the_compiled_path_stops_when_the_sender_thread_dies(
+        mock_cluster: MockCluster, make_producer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from txnproducer import errors
+
+    mock_cluster.create_topic("crash", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    producer.begin_transaction()
+    assert producer._fast_send.is_open()
+    sender = producer._sender
+    died = threading.Event()
+    real_on_crash = sender.on_crash
+
+    def on_crash() -> None:
+        real_on_crash()
+        died.set()
+
+    def crash() -> None:
+        raise _SenderDied("simulated crash of the network thread")
+
+    sender.on_crash = on_crash
+    monkeypatch.setattr(sender, "run_once", crash)
+    producer._net.wakeup()
+    assert died.wait(10)
+    sender.join(10)
+    assert not producer._fast_send.is_open()
+    with pytest.raises(errors.ClosedError):
+        producer.send("crash", b"after the crash")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka.structs import TopicPartition
@@ -126,6 +127,8 @@ class Sender(threading.Thread):
         self._tv_applied: int | None = None
         # what ended the loop; a plain attribute, as send() reads it on every record
         self.crashed: BaseException | None = None
+        # called once if the thread dies (the producer's compiled send path stops taking records)
+        self.on_crash: Callable[[], None] | None = None
         self.stopped = False  # True once the thread has closed everything and is about to end
         # fired when the transaction version becomes known and when the thread stops: what
         # callers that must not block wait on instead of ``_cond``
@@ -196,6 +199,8 @@ class Sender(threading.Thread):
             self._finish_after_close()
         except BaseException as exc:  # pragma: no cover - last line of defence
             self.crashed = exc
+            if self.on_crash is not None:
+                self.on_crash()
             self._log.exception("txn.sender_crashed")
             self._acc.abort_incomplete(errors.ClosedError(f"producer network thread crashed: {exc!r}"))
         finally:

@@ -303,6 +303,8 @@ class RecordAccumulator:
         """Refuse further appends (batches already queued are still sent)."""
         with self._mutex:
             self._closed = True
+            if self.appender is not None:
+                self.appender.mark_closed()  # the compiled append checks its own flag, under this lock
             self._lock.notify_all()
         self.memory_freed.notify()
 
