@@ -26,7 +26,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
@@ -52,6 +52,9 @@ from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 from txnproducer.prepared import PreparedTxnState
+
+if TYPE_CHECKING:
+    from txnproducer._internal.accel._speedups import SendPath
 
 __all__ = ["RecordFuture", "RecordMetadata", "TransactionalProducer"]
 
@@ -139,13 +142,12 @@ class TransactionalProducer:
         self._closed = False
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
-        self._fast_send: Callable[[str, Any, Any, Any], RecordFuture | None] | None = None
-        self._fast_send_closed: Callable[[], None] | None = None
+        self._fast_send: SendPath | None = None
         # (not with a custom partitioner or value serializer: every record would be handed back)
         if _SPEEDUPS is not None and self._acc.appender is not None and self._partitioner is None \
                 and self._plain_values:
-            fast = _SPEEDUPS.SendPath(
-                self, self._sender, self._tm, self._net, _IN_TRANSACTION, self._sticky,
+            fast: SendPath = _SPEEDUPS.SendPath(
+                self, self._tm, self._net, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
                 NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
                 self._partitioner is None, StickyPartition)
@@ -153,7 +155,6 @@ class TransactionalProducer:
             # before the Sender starts), a Sender crash, close().
             self._tm.in_transaction_listener = fast.set_in_transaction
             self._sender.on_crash = fast.mark_crashed
-            self._fast_send_closed = fast.mark_closed
             self._fast_send = fast
         self._sender.start()
 
@@ -594,8 +595,8 @@ class TransactionalProducer:
             if self._closed:
                 return False
             self._closed = True
-            if self._fast_send_closed is not None:  # the compiled send path takes no more records
-                self._fast_send_closed()
+            if self._fast_send is not None:  # the compiled send path takes no more records
+                self._fast_send.mark_closed()
         self._acc.close()
         self._sender.initiate_close(force=bound == 0)
         return True

@@ -1042,10 +1042,8 @@ static PyTypeObject AppenderType = {
 typedef struct {
     PyObject_HEAD
     PyObject *producer;      /* reads _added */
-    PyObject *sender;        /* kept for its lifetime; its crash arrives through mark_crashed() */
     PyObject *tm;            /* add_partition(); its state arrives through set_in_transaction() */
     PyObject *net;           /* reads partition_cache; wakeup() */
-    PyObject *in_transaction;  /* the IN_TRANSACTION state (kept for the constructor's signature) */
     PyObject *current;       /* the sticky partitioner's topic -> StickyPartition dict */
     PyObject *sticky;        /* the StickyPartitioner: _choose(topic, parts) */
     PyObject *tps;           /* topic -> {partition: TopicPartition} */
@@ -1071,16 +1069,16 @@ static PyTypeObject SendPathType;
 static int
 sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"producer", "sender", "transaction_manager", "network", "in_transaction",
+    static char *kwlist[] = {"producer", "transaction_manager", "network",
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
                              "plain_values", "builtin_partitioner", "sticky_type", NULL};
-    PyObject *producer, *sender, *tm, *net, *in_txn, *sticky, *current, *tps, *appender, *no_headers;
+    PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
     PyObject *sticky_type;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOO!nO!O!O!npppO!", kwlist, &producer, &sender,
-                                     &tm, &net, &in_txn, &sticky, &PyDict_Type, &current,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!", kwlist, &producer,
+                                     &tm, &net, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
                                      &plain_values, &builtin, &PyType_Type, &sticky_type))
@@ -1099,10 +1097,8 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->sticky_type, (PyTypeObject *)sticky_type);
 #define KEEP(field, obj) do { Py_INCREF(obj); Py_XSETREF(self->field, obj); } while (0)
     KEEP(producer, producer);
-    KEEP(sender, sender);
     KEEP(tm, tm);
     KEEP(net, net);
-    KEEP(in_transaction, in_txn);
     KEEP(sticky, sticky);
     KEEP(current, current);
     KEEP(tps, tps);
@@ -1122,10 +1118,8 @@ static int
 sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->producer);
-    Py_VISIT(self->sender);
     Py_VISIT(self->tm);
     Py_VISIT(self->net);
-    Py_VISIT(self->in_transaction);
     Py_VISIT(self->sticky);
     Py_VISIT(self->current);
     Py_VISIT(self->tps);
@@ -1139,10 +1133,8 @@ static int
 sendpath_clear(SendPathObject *self)
 {
     Py_CLEAR(self->producer);
-    Py_CLEAR(self->sender);
     Py_CLEAR(self->tm);
     Py_CLEAR(self->net);
-    Py_CLEAR(self->in_transaction);
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->current);
     Py_CLEAR(self->tps);

@@ -2,6 +2,7 @@
 from collections.abc import Callable
 from typing import Any
 
+from txnproducer._internal.batching.batch import RecordFuture
 from txnproducer._internal.protocol.record_batch import BatchBuilder
 
 class BatchEncoder(BatchBuilder):  # type: ignore[misc]  # implemented in C: nothing is abstract
@@ -25,12 +26,12 @@ class Appender:
     def mark_closed(self) -> None: ...
 
 class SendPath:
-    def __init__(self, producer: Any, sender: Any, transaction_manager: Any, network: Any,
-                 in_transaction: Any, sticky: Any, sticky_current: dict[str, Any], sticky_batch_size: int,
+    def __init__(self, producer: Any, transaction_manager: Any, network: Any,
+                 sticky: Any, sticky_current: dict[str, Any], sticky_batch_size: int,
                  topic_partitions: dict[str, dict[int, Any]], appender: Appender,
                  no_headers: bytes, record_overhead: int, plain_keys: bool, plain_values: bool,
                  builtin_partitioner: bool, sticky_type: type) -> None: ...
-    def __call__(self, topic: str, value: Any, key: Any, timestamp_ms: Any) -> Any: ...
+    def __call__(self, topic: str, value: Any, key: Any, timestamp_ms: Any) -> RecordFuture | None: ...
     def set_in_transaction(self, in_transaction: bool) -> None: ...
     def mark_closed(self) -> None: ...
     def mark_crashed(self) -> None: ...
