@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from profile_txnproducer import Initialized  # noqa: E402
+
 from txnproducer._internal import accel  # noqa: E402
 from txnproducer.perf import TxnProducerClient, create_topic, run_workload  # noqa: E402
 
@@ -117,23 +119,6 @@ class PhaseClock:
             self._undo.pop()()
 
 
-class _Initialized:
-    """The client with ``init()`` already done (the workload calls init() each time)."""
-
-    def __init__(self, client: TxnProducerClient) -> None:
-        self._client = client
-        self.name = client.name
-        self.begin = client.begin
-        self.send = client.send
-        self.commit = client.commit
-
-    def init(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self._client.close()
-
-
 def measure(bootstrap: str, per_txn: int, n: int, batch_size: int, timed: bool) -> tuple[Any, PhaseClock]:
     clock = PhaseClock()
     if timed:
@@ -147,7 +132,7 @@ def measure(bootstrap: str, per_txn: int, n: int, batch_size: int, timed: bool) 
                                linger_ms=5, batch_size=batch_size)
     try:
         client.init()
-        workload = _Initialized(client)
+        workload = Initialized(client)
         run_workload(workload, topic, max(n // 5, per_txn), 100, records_per_txn=per_txn)  # warm-up
         clock.reset()
         result = run_workload(workload, topic, n, 100, records_per_txn=per_txn)
@@ -157,37 +142,30 @@ def measure(bootstrap: str, per_txn: int, n: int, batch_size: int, timed: bool) 
     return result, clock
 
 
+class _Probe:
+    def noop(self) -> None:
+        pass
+
+
 def wrapper_cost_us() -> float:
-    """Thread CPU that one timed call adds to the phase around it (the clock pair and the wrapper)."""
-
-    class Probe:
-        def noop(self) -> None:
-            pass
-
+    """Thread CPU that one timed call adds to the phase around it (the clock pair and the wrapper):
+    a no-op timed the way the phases are, against the same no-op untimed."""
+    bare = _Probe.noop
     clock = PhaseClock()
-    original = Probe.noop
-    key = ("probe", "noop")
-    ns, calls, tick = clock.ns, clock.calls, time.thread_time_ns
-
-    def timed(self: Probe) -> None:
-        start = tick()
-        try:
-            original(self)
-        finally:
-            ns[key] += tick() - start
-            calls[key] += 1
-
-    probe = Probe()
-    n = 20_000
+    clock.wrap("probe", "noop", __name__, "_Probe", "noop")
+    try:
+        probe = _Probe()
+        n = 20_000
+        start = time.thread_time_ns()
+        for _ in range(n):
+            probe.noop()
+        wrapped = time.thread_time_ns() - start
+    finally:
+        clock.restore()
     start = time.thread_time_ns()
     for _ in range(n):
-        timed(probe)
-    wrapped = time.thread_time_ns() - start
-    start = time.thread_time_ns()
-    for _ in range(n):
-        original(probe)
-    bare = time.thread_time_ns() - start
-    return (wrapped - bare) / n / 1000
+        bare(probe)
+    return (wrapped - (time.thread_time_ns() - start)) / n / 1000
 
 
 def report(result: Any, clock: PhaseClock, untimed: Any) -> str:

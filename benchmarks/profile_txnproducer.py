@@ -47,7 +47,7 @@ APP_CALLS = [
     ("  tm.add_partition", ("txn/produce_side.py", "add_partition")),
     ("  accumulator.append (compiled: new batches only)", ("batching/accumulator.py", "append")),
     ("    BatchEncoder.append (record encoding, pure)", ("protocol/record_batch.py", "append")),
-    ("    RecordFuture() (pure)", ("batching/batch.py", "__init__")),
+    ("    RecordFuture() (made in Python)", ("batching/batch.py", "__init__")),
     ("begin_transaction()", ("producer.py", "begin_transaction")),
     ("commit_transaction()", ("producer.py", "commit_transaction")),
 ]
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             client.init()
             app.enable()
-            result = run_workload(_Initialized(client), topic, n, 100, records_per_txn=per_txn)
+            result = run_workload(Initialized(client), topic, n, 100, records_per_txn=per_txn)
             app.disable()
         finally:
             client.close()
@@ -171,28 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class _Initialized:
-    """The client with ``init()`` already done (outside the profiled region)."""
+class Initialized:
+    """The client with ``init()`` already done (outside the measured region); the workload calls
+    ``init()`` each time. Its other calls are the client's own bound methods: no extra frame per
+    record in what is measured."""
 
     def __init__(self, client: TxnProducerClient) -> None:
-        self._client = client
         self.name = client.name
+        self.begin = client.begin
+        self.send = client.send
+        self.commit = client.commit
+        self.close = client.close
 
     def init(self) -> None:
         pass
-
-    def begin(self) -> None:
-        self._client.begin()
-
-    def send(self, topic: str, value: bytes) -> None:
-        self._client.send(topic, value)
-
-    def commit(self) -> None:
-        self._client.commit()
-
-    def close(self) -> None:
-        self._client.close()
-
 
 if __name__ == "__main__":
     sys.exit(main())
