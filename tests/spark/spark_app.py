@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -164,10 +163,15 @@ def main() -> None:
                   .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
         query = (stream.writeStream.format("txnkafka").options(**options)
                  .option("checkpointLocation", args.checkpoint).start())
-        while _allowed(args.control) is not None:  # the test writes "stop" once it saw the last batch
-            if query.exception() is not None:
-                raise SystemExit(f"query failed: {query.exception()}")
-            time.sleep(0.2)
+        # The test writes "stop" to the control file once it saw the last batch; between two looks
+        # the driver waits on the query itself, so a query that fails ends the wait at once.
+        while _allowed(args.control) is not None:
+            try:
+                ended = query.awaitTermination(0.2)
+            except Exception as exc:  # StreamingQueryException: the query failed
+                raise SystemExit(f"query failed: {exc}") from exc
+            if ended:
+                raise SystemExit(f"query ended before the test stopped it: {query.exception()}")
         query.stop()
     spark.stop()
 
