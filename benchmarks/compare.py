@@ -375,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-cpus", help="run every client on these CPUs, e.g. 1 (Linux)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="the same batch size in bytes for every client, S1-S3 (default: each "
-                             "client's own: 16384 for txnproducer, kafka-python and Java, 1000000 "
-                             "for librdkafka)")
+                             "client's own: 262144 for txnproducer, 16384 for kafka-python and "
+                             "Java, 1000000 for librdkafka)")
     parser.add_argument("--mock", action="store_true",
                         help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
                              "$KAFKA_HOME is set")

@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", required=True, help="a real Kafka that allows transactions")
     parser.add_argument("--scenario", choices=tuple(SCENARIOS), default="S1")
     parser.add_argument("--num-records", type=int)
-    parser.add_argument("--batch-size", type=int, default=16384)
+    parser.add_argument("--batch-size", type=int, default=262144)
     args = parser.parse_args(argv)
     per_txn, default_n = SCENARIOS[args.scenario]
     n = args.num_records or default_n

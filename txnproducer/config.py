@@ -94,7 +94,7 @@ class ProducerConfig:
     ``max_block_ms``                           ``60000``           bound on blocking calls (``send`` when the
                                                                    buffer is full, init/commit/abort)
     ``linger_ms``                              ``5``               wait this long to fill a batch
-    ``batch_size``                             ``16384``           bytes per partition batch (0 = no batching)
+    ``batch_size``                             ``262144``          bytes per partition batch (0 = no batching)
     ``buffer_memory``                          ``33554432``        bytes of records waiting to be sent
     ``max_request_size``                       ``1048576``         largest produce request / record
     ``compression_type``                       ``none``            none, gzip, snappy, lz4, zstd
@@ -218,9 +218,11 @@ class ProducerConfig:
 
     # --- batching ---------------------------------------------------------------------------------
     batch_size: int = attrs.field(
-        default=16_384,
+        default=262_144,
         validator=int_range(0),
-        metadata=doc("Target bytes of a per-partition batch (0 disables batching: one record each)."),
+        metadata=doc("Largest bytes of a per-partition batch (0 disables batching: one record each). "
+                     "The Java client's default is 16384; ours is larger because a batch reserves "
+                     "buffer_memory as it grows, not all of batch_size when it starts."),
     )
     buffer_memory: int = attrs.field(
         default=33_554_432,

@@ -481,7 +481,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--acks", default="all", choices=("all", "-1"),
                         help="acks (transactions require all; accepted for compatibility)")
     parser.add_argument("--linger-ms", type=_non_negative_int, default=5, help="linger.ms (default 5)")
-    parser.add_argument("--batch-size", type=_positive_int, default=16384, help="batch.size (default 16384)")
+    parser.add_argument("--batch-size", type=_positive_int, default=262144,
+                        help="batch.size (default 262144, the producer's)")
     parser.add_argument("--buffer-memory", type=_positive_int, default=33554432,
                         help="buffer.memory (default 33554432)")
     parser.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),

@@ -134,7 +134,7 @@ def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_ord
     topic = _fresh("txn-small")
     admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1,
                                   topic_configs={"max.message.bytes": "2000"})])
-    producer = make_producer(_fresh("tx-split"))  # default batch_size: 16384
+    producer = make_producer(_fresh("tx-split"))  # each partition's batch is ~22 KB
     producer.init_transactions()
     values = [b"%05d" % i + b"v" * 95 for i in range(600)]
     with producer.transaction():

@@ -336,7 +336,7 @@ def test_batches_larger_than_the_topic_takes_are_split_and_committed_once_in_ord
     """MESSAGE_TOO_LARGE (a batch above the topic's max.message.bytes): the producer halves the
     batch, keeping its sequences, until the broker takes it; nothing is lost or duplicated."""
     mock_cluster.create_topic("small", partitions=2, max_message_bytes=2000)
-    producer = make_producer()  # batch_size 16384: a full batch is 8x what the topic takes
+    producer = make_producer()  # each partition's batch (150 records, ~16 KB) is 8x what the topic takes
     producer.init_transactions()
     values = [b"%05d" % i + b"v" * 95 for i in range(300)]
     with producer.transaction():

@@ -136,10 +136,11 @@ _records = st.lists(
 
 @compiled
 @settings(max_examples=60, deadline=None)
-@given(records=_records, batch_size=st.sampled_from([200, 1000, 16384]))
+@given(records=_records, batch_size=st.sampled_from([200, 1000, 16384, 65536, 262144]))
 def test_accumulated_batches_are_byte_identical_on_both_paths(records, batch_size) -> None:
     """Random records into a compiled and a pure accumulator: the same batches, byte for byte,
-    and the same futures (batch, index, sizes); kafka-python decodes them with valid CRCs."""
+    the same futures (batch, index, sizes) and the same memory reserved (batches over 16 KiB grow
+    their reservation on the way); kafka-python decodes them with valid CRCs."""
     out = {}
     for pure in (False, True):
         with pytest.MonkeyPatch.context() as monkeypatch:
@@ -156,7 +157,7 @@ def test_accumulated_batches_are_byte_identical_on_both_paths(records, batch_siz
                     assert batch.buffer is not None
                     batches.append(bytes(batch.buffer))
             shape = [(f._batch.tp, f._index, f._timestamp, f._key_size, f._value_size) for f in futures]
-            out[pure] = (batches, shape)
+            out[pure] = (batches, shape, acc.used_memory)
     assert out[False] == out[True]
     decoded = [r for data in out[False][0] for r in DefaultRecordBatch(data)]
     for data in out[False][0]:

@@ -346,6 +346,56 @@ def test_a_batch_reserves_its_capacity_once_then_records_join_it_without_waiting
     assert acc.used_memory == 1024
 
 
+def test_a_large_batch_reserves_memory_as_it_grows_and_gives_it_all_back() -> None:
+    """Above 16 KiB a batch does not take all of batch_size when it starts: it reserves 16 KiB and
+    doubles that as records join it, so an open batch holds about what it has written."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=1 << 20)
+    futures, reserved = [append(acc, value=b"x" * 1000, max_block_s=0)[0]], [acc.used_memory]
+    while True:
+        future = append(acc, value=b"x" * 1000, max_block_s=0)[0]
+        if acc.queued_batches == 2:
+            break  # batch_size reached: this record started the next batch
+        futures.append(future)
+        written = acc._batches[TP0][0].builder.size()
+        assert written <= acc.used_memory <= max(16384, 2 * written)
+        if acc.used_memory != reserved[-1]:
+            reserved.append(acc.used_memory)
+    assert reserved == [16384, 32768, 65536, 131072, 262144]
+    assert acc.used_memory == 262144 + 16384
+    batch = acc.drain(leader, {1})[1][0]  # the full one
+    assert batch.record_count == len(futures) > 250
+    acc.complete(batch, 0, -1)
+    assert acc.used_memory == 16384 and [f.get(0).offset for f in futures] == list(range(len(futures)))
+
+
+def test_many_partitions_hold_an_open_batch_within_buffer_memory() -> None:
+    """An open batch costs 16 KiB until it grows: 64 partitions with a record each fit in 1 MiB of
+    buffer_memory with 256 KiB batches (reserving all of batch_size, only 4 would)."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=1 << 20)
+    for p in range(64):
+        append(acc, TopicPartition("many", p), max_block_s=0)  # max_block 0: none may wait
+    assert acc.queued_batches == 64 and acc.used_memory == 64 * 16384
+
+
+def test_a_batch_that_cannot_grow_is_closed_and_the_next_record_waits_for_memory() -> None:
+    """The pool cannot spare what a growing batch needs: the batch is closed (sendable at once,
+    before linger) and the record that did not fit waits for memory for a batch of its own, up
+    to max_block, then fails without being queued; once the closed batch completes it goes in."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=40_000, linger_ms=60_000)
+    futures = []
+    with pytest.raises(errors.TimeoutError, match="buffer_memory=40000 stayed exhausted"):
+        while True:
+            futures.append(append(acc, value=b"x" * 1000, max_block_s=0)[0])
+    assert acc.queued_batches == 1 and acc.used_memory <= 40_000
+    assert acc.ready(leader)[0] == {1}  # closed: ready although linger is a minute
+    batch = acc.drain(leader, {1})[1][0]
+    assert batch.record_count == len(futures) and batch.size <= 40_000
+    acc.complete(batch, 0, -1)
+    assert acc.used_memory == 0 and all(f.get(0).offset == i for i, f in enumerate(futures))
+    append(acc, value=b"x" * 1000, max_block_s=0)  # room again
+    assert acc.used_memory == 16384
+
+
 def test_blocked_append_proceeds_when_memory_is_released() -> None:
     woken = threading.Event()
     acc, _, _ = make(buffer_memory=1000, batch_size=10_000)

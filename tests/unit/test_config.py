@@ -31,7 +31,7 @@ def test_defaults_are_the_java_clients() -> None:
     assert c.bootstrap_servers == ["localhost:9092"]
     assert (c.acks, c.enable_idempotence, c.max_in_flight_requests_per_connection) == ("all", True, 5)
     assert (c.retries, c.transaction_timeout_ms, c.delivery_timeout_ms) == (2147483647, 60000, 120000)
-    assert (c.request_timeout_ms, c.max_block_ms, c.linger_ms, c.batch_size) == (30000, 60000, 5, 16384)
+    assert (c.request_timeout_ms, c.max_block_ms, c.linger_ms, c.batch_size) == (30000, 60000, 5, 262144)
     assert (c.buffer_memory, c.max_request_size, c.compression_type) == (33554432, 1048576, "none")
     assert (c.retry_backoff_ms, c.retry_backoff_max_ms, c.transaction_retry_backoff_ms) == (100, 1000, 20)
     assert (c.metadata_max_age_ms, c.reconnect_backoff_ms, c.reconnect_backoff_max_ms) == (300000, 50, 1000)

@@ -25,7 +25,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 def test_defaults_follow_the_java_producer_and_perf_test() -> None:
     args = parse()
-    assert (args.num_records, args.record_size, args.linger_ms, args.batch_size) == (100_000, 100, 5, 16384)
+    assert (args.num_records, args.record_size, args.linger_ms, args.batch_size) == (100_000, 100, 5, 262144)
     assert args.records_per_txn is None and args.txn_duration_ms is None  # run() then uses 1000 per txn
     assert (args.acks, args.compression, args.partitions, args.transaction_version) == ("all", "none", 3, 2)
     assert args.bootstrap is None and not args.json
