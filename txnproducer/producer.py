@@ -150,12 +150,17 @@ class TransactionalProducer:
                 self, self._tm, self._net, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
                 NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
-                self._partitioner is None, StickyPartition)
+                self._partitioner is None, StickyPartition, TransactionalProducer.send)
             # Its state is pushed to it, not read per record: the TM's transitions (none can happen
             # before the Sender starts), a Sender crash, close().
             self._tm.in_transaction_listener = fast.set_in_transaction
             self._sender.on_crash = fast.mark_crashed
             self._fast_send = fast
+            # ``producer.send`` is then the compiled path itself, which hands every case it does
+            # not take to the method below: a Python frame less per record (~0.08 us of ~0.5).
+            # Not when a subclass overrides send(): the instance attribute would hide it.
+            if type(self).send is TransactionalProducer.send:
+                self.__dict__["send"] = fast
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:
@@ -410,9 +415,9 @@ class TransactionalProducer:
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
-        fast = self._fast_send
+        fast = self._fast_send  # (reached here only for what it did not take, unless a subclass)
         if fast is not None and partition is None and headers is None:
-            future = fast(topic, value, key, timestamp_ms)
+            future = fast.try_send(topic, value, key, timestamp_ms)
             if future is not None:
                 return future
         if self._closed or self._sender.crashed is not None:

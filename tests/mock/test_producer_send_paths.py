@@ -191,3 +191,97 @@ def test_the_compiled_path_stops_when_the_sender_thread_dies(
     assert not producer._fast_send.is_open()
     with pytest.raises(errors.ClosedError):
         producer.send("crash", b"after the crash")
+
+
+def test_send_takes_its_arguments_as_the_python_method_declares_them(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """On the compiled path ``producer.send`` is the extension's object, which parses send()'s
+    arguments itself: every way of passing them must mean what it means to the Python method, and
+    every wrong call must fail with the Python method's own TypeError, queueing nothing."""
+    from txnproducer.producer import TransactionalProducer
+
+    mock_cluster.create_topic("args", partitions=2)
+    producer = make_producer()
+    producer.init_transactions()
+    with producer.transaction():
+        futures = [
+            producer.send("args", b"positional"),
+            producer.send("args", b"all six", b"k", 1, 1_700_000_000_001, [("h", b"v")]),
+            producer.send(topic="args", value=b"keywords", timestamp_ms=1_700_000_000_002),
+            producer.send("args", key=b"k2", value=b"out of order"),
+            producer.send("args", None, None, None, None, None),
+            producer.send("args", b"headers, empty", headers=[]),
+            producer.send("args", b"to 0", partition=0),
+        ]
+        for wrong_args, wrong_kwargs in [((), {}), (("args", b"v"), {"valeu": b"x"}),
+                                         (("args", b"v"), {"value": b"twice"}),
+                                         (("args", b"1", None, None, None, None, "seventh"), {}),
+                                         ((), {"value": b"no topic"})]:
+            with pytest.raises(TypeError) as ours:
+                producer.send(*wrong_args, **wrong_kwargs)
+            with pytest.raises(TypeError) as python:
+                TransactionalProducer.send(producer, *wrong_args, **wrong_kwargs)
+            assert str(ours.value) == str(python.value)
+    got = [f.get(5) for f in futures]
+    stored = _stored(mock_cluster, "args", 2)
+    records = [stored[(m.partition, m.offset)] for m in got]
+    assert [r.value for r in records] == [b"positional", b"all six", b"keywords", b"out of order", None,
+                                          b"headers, empty", b"to 0"]
+    assert [r.key for r in records] == [None, b"k", None, b"k2", None, None, None]
+    assert (got[1].partition, got[6].partition) == (1, 0)
+    assert (records[1].timestamp, records[2].timestamp) == (1_700_000_000_001, 1_700_000_000_002)
+    assert [(k, v) for k, v in records[1].headers] == [("h", b"v")]
+    assert len(stored) == len(futures)
+
+
+@compiled_only
+def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_take(
+        mock_cluster: MockCluster, make_producer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``producer.send`` skips the Python method for the common record (a Python frame less per
+    record); the method still runs for what the extension hands back: a topic's first record, a
+    new batch, an explicit partition."""
+    from txnproducer.producer import TransactionalProducer
+
+    python_send = TransactionalProducer.send
+    calls: list[tuple[Any, ...]] = []
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return python_send(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransactionalProducer, "send", counted)
+    mock_cluster.create_topic("itself", partitions=1)
+    producer = make_producer(linger_ms=10_000)  # one batch (~12 KB), sent by the commit
+    assert producer.send is producer._fast_send
+    producer.init_transactions()
+    with producer.transaction():
+        futures = [producer.send("itself", b"%d" % i) for i in range(1000)]
+        futures.append(producer.send("itself", b"explicit", partition=0))
+    assert [f.get(5).offset for f in futures] == list(range(1001))
+    # the first record (metadata, the first batch) and the explicit partition; none of the others
+    assert calls == [("itself", b"0"), ("itself", b"explicit")]
+
+
+@compiled_only
+def test_a_subclass_that_overrides_send_keeps_its_override(mock_cluster: MockCluster) -> None:
+    from tests._support.producers import TEST_DEFAULTS
+    from txnproducer.producer import TransactionalProducer
+
+    seen: list[bytes] = []
+
+    class Traced(TransactionalProducer):
+        def send(self, topic: str, value: Any = None, *args: Any, **kwargs: Any) -> Any:
+            seen.append(value)
+            return super().send(topic, value, *args, **kwargs)
+
+    mock_cluster.create_topic("traced", partitions=1)
+    producer = Traced(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="tx-traced",
+                      **TEST_DEFAULTS)
+    try:
+        producer.init_transactions()
+        with producer.transaction():
+            futures = [producer.send("traced", b"%d" % i) for i in range(5)]
+        assert [f.get(5).offset for f in futures] == list(range(5))
+        assert seen == [b"%d" % i for i in range(5)]
+    finally:
+        producer.close(5)

@@ -753,11 +753,12 @@ layout_init(Layout *l, PyObject *batch_type, PyObject *future_type)
     return 0;
 }
 
+/* ``index`` is the batch's record_count before the record (an int object: no new one is made) */
 static PyObject *
-new_future(Layout *l, PyObject *batch, Py_ssize_t index, PyObject *timestamp, Py_ssize_t key_size,
+new_future(Layout *l, PyObject *batch, PyObject *index, PyObject *timestamp, Py_ssize_t key_size,
            Py_ssize_t value_size)
 {
-    PyObject *pi = PyLong_FromSsize_t(index);
+    PyObject *pi = Py_NewRef(index);
     PyObject *pk = PyLong_FromSsize_t(key_size);
     PyObject *pv = PyLong_FromSsize_t(value_size);
     if (pi == NULL || pk == NULL || pv == NULL)
@@ -929,9 +930,11 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
             goto unlock;
         goto python;  /* does not fit: the Python path closes the batch and starts one */
     }
+    Py_INCREF(count);  /* the future's index: the slot lets go of it */
     slot_set(last, l->b_record_count, new_count);
-    PyObject *future = new_future(l, last, index, ts_own, key->len < 0 ? -1 : key->len,
+    PyObject *future = new_future(l, last, count, ts_own, key->len < 0 ? -1 : key->len,
                                   value->len < 0 ? -1 : value->len);
+    Py_DECREF(count);
     Py_DECREF(ts_own);
     Py_DECREF(last);
     if (future == NULL)
@@ -1049,6 +1052,7 @@ typedef struct {
     PyObject *tps;           /* topic -> {partition: TopicPartition} */
     PyObject *appender;      /* AppenderObject */
     PyObject *no_headers;    /* encoded "no headers" */
+    PyObject *fallback;      /* the Python TransactionalProducer.send: every case not taken here */
     Py_ssize_t sticky_batch_size;
     Py_ssize_t record_overhead;
     int plain_keys, plain_values, builtin_partitioner;
@@ -1072,17 +1076,23 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"producer", "transaction_manager", "network",
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
-                             "plain_values", "builtin_partitioner", "sticky_type", NULL};
+                             "plain_values", "builtin_partitioner", "sticky_type", "fallback", NULL};
     PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
-    PyObject *sticky_type;
+    PyObject *sticky_type, *fallback = NULL;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!", kwlist, &producer,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!|O", kwlist, &producer,
                                      &tm, &net, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
-                                     &plain_values, &builtin, &PyType_Type, &sticky_type))
+                                     &plain_values, &builtin, &PyType_Type, &sticky_type, &fallback))
         return -1;
+    if (fallback == Py_None)
+        fallback = NULL;
+    if (fallback != NULL && !PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable (TransactionalProducer.send)");
+        return -1;
+    }
     Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
     Py_ssize_t sp_tp = slot_offset((PyTypeObject *)sticky_type, "tp");
     Py_ssize_t sp_produced = slot_offset((PyTypeObject *)sticky_type, "produced");
@@ -1105,6 +1115,7 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     KEEP(appender, appender);
     KEEP(no_headers, no_headers);
 #undef KEEP
+    Py_XSETREF(self->fallback, Py_XNewRef(fallback));
     self->sticky_batch_size = sticky_batch_size;
     self->record_overhead = record_overhead;
     self->plain_keys = plain_keys;
@@ -1125,6 +1136,7 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->tps);
     Py_VISIT(self->appender);
     Py_VISIT(self->no_headers);
+    Py_VISIT(self->fallback);
     Py_VISIT(self->sticky_type);
     return 0;
 }
@@ -1140,6 +1152,7 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->tps);
     Py_CLEAR(self->appender);
     Py_CLEAR(self->no_headers);
+    Py_CLEAR(self->fallback);
     Py_CLEAR(self->sticky_type);
     return 0;
 }
@@ -1254,15 +1267,11 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
     return 0;
 }
 
-/* send(topic, value, key, timestamp_ms) -> RecordFuture, or None: the Python send() decides. */
+/* try_send(topic, value, key, timestamp_ms) -> RecordFuture, or None: the Python send() decides
+ * (nothing has changed then). */
 static PyObject *
-sendpath_call(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
+sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *key, PyObject *ts_arg)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "send(topic, value, key, timestamp_ms)");
-        return NULL;
-    }
-    PyObject *topic = args[0], *value = args[1], *key = args[2], *ts_arg = args[3];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NONE;
     if (!(value == Py_None || (self->plain_values && PyBytes_CheckExact(value))))
@@ -1375,23 +1384,81 @@ sendpath_call(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
-sendpath_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+sendpath_try_method(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
-        PyErr_SetString(PyExc_TypeError, "SendPath takes positional arguments only");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "try_send(topic, value, key, timestamp_ms)");
         return NULL;
     }
-    return sendpath_call((SendPathObject *)self, args, PyVectorcall_NARGS(nargsf));
+    return sendpath_try(self, args[0], args[1], args[2], args[3]);
+}
+
+/* send()'s parameters, in order: a keyword argument is matched by identity first (the caller's
+ * names are interned like these), then by value */
+#define SEND_PARAMS 6
+static PyObject *send_params[SEND_PARAMS];  /* topic, value, key, partition, timestamp_ms, headers */
+
+static int
+send_param_index(PyObject *name)
+{
+    for (int i = 0; i < SEND_PARAMS; i++)
+        if (name == send_params[i])
+            return i;
+    for (int i = 0; i < SEND_PARAMS; i++)
+        if (PyUnicode_Check(name) && PyUnicode_Compare(name, send_params[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* The producer's send() itself, when the producer installs this object as its ``send``: the
+ * common case here, every other one (and any argument error) by the Python send(), called with the
+ * arguments exactly as given. Saves the Python frame of send() on every record. */
+static PyObject *
+sendpath_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SendPathObject *self = (SendPathObject *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *a[SEND_PARAMS] = {NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
+    int simple = nargs + nkw <= SEND_PARAMS;
+    for (Py_ssize_t i = 0; simple && i < nargs; i++)
+        a[i] = args[i];
+    for (Py_ssize_t j = 0; simple && j < nkw; j++) {
+        int at = send_param_index(PyTuple_GET_ITEM(kwnames, j));
+        if (at < nargs)  /* unknown (-1), or given twice: the Python send() raises */
+            simple = 0;
+        else
+            a[at] = args[nargs + j];
+    }
+    if (simple && a[0] != NULL && a[3] == Py_None && a[5] == Py_None) {
+        PyObject *r = sendpath_try(self, a[0], a[1], a[2], a[4]);
+        if (r != Py_None)
+            return r;  /* the record's future, or NULL with the exception set */
+        Py_DECREF(r);
+    }
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "this SendPath has no fallback: call try_send()");
+        return NULL;
+    }
+    /* fallback(producer, *args, **kwargs), without copying them when there is room in front */
+    PyObject *small[1 + 2 * SEND_PARAMS];
+    PyObject **stack = nargs + nkw + 1 <= (Py_ssize_t)(sizeof(small) / sizeof(small[0])) ? small
+        : PyMem_Malloc((size_t)(nargs + nkw + 1) * sizeof(PyObject *));
+    if (stack == NULL)
+        return PyErr_NoMemory();
+    stack[0] = self->producer;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+        stack[i + 1] = args[i];
+    PyObject *r = PyObject_Vectorcall(self->fallback, stack, (size_t)(nargs + 1), kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    return r;
 }
 
 static PyObject *
 sendpath_tp_call(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
-        PyErr_SetString(PyExc_TypeError, "SendPath takes positional arguments only");
-        return NULL;
-    }
-    return sendpath_call((SendPathObject *)self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args));
+    return PyVectorcall_Call(self, args, kwargs);
 }
 
 typedef struct {
@@ -1439,6 +1506,9 @@ sendpath_is_open(SendPathObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyMethodDef sendpath_methods[] = {
+    {"try_send", (PyCFunction)(void (*)(void))sendpath_try_method, METH_FASTCALL,
+     "try_send(topic, value, key, timestamp_ms) -> the record's future, or None when the Python send() "
+     "must decide (nothing has changed then)."},
     {"set_in_transaction", (PyCFunction)sendpath_set_in_transaction, METH_O,
      "set_in_transaction(bool): the TM entered (True, after the change) or is leaving (False, before it) "
      "IN_TRANSACTION."},
@@ -1453,7 +1523,8 @@ static PyTypeObject SendPathType = {
     .tp_name = "txnproducer._internal.accel._speedups.SendPath",
     .tp_basicsize = sizeof(SendPathWithVectorcall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "TransactionalProducer.send for the common case: called as (topic, value, key, timestamp_ms).",
+    .tp_doc = "send(topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None) -> "
+              "RecordFuture: TransactionalProducer.send, compiled for the common case (see its docstring).",
     .tp_new = sendpath_new,
     .tp_init = (initproc)sendpath_init,
     .tp_dealloc = (destructor)sendpath_dealloc,
@@ -1573,6 +1644,12 @@ PyInit__speedups(void)
     INTERN(s_acquire, "acquire");
     INTERN(s_release, "release");
     INTERN(s_append, "append");
+    INTERN(send_params[0], "topic");
+    INTERN(send_params[1], "value");
+    INTERN(send_params[2], "key");
+    INTERN(send_params[3], "partition");
+    INTERN(send_params[4], "timestamp_ms");
+    INTERN(send_params[5], "headers");
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&MutexType) < 0 || PyType_Ready(&AppenderType) < 0
         || PyType_Ready(&SendPathType) < 0)
         return NULL;
