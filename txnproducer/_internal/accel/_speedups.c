@@ -250,7 +250,7 @@ slot_set(PyObject *obj, Py_ssize_t off, PyObject *value)
 static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzip_level) */
 
 /* interned attribute names */
-static PyObject *s_partition_cache, *s_added, *s_add_partition, *s_add, *s_choose, *s_wakeup,
+static PyObject *s_partition_cache, *s_add_partition, *s_choose, *s_wakeup,
     *s_acquire, *s_release, *s_append;
 
 /* ---------------------------------------------------------------- BatchEncoder */
@@ -710,6 +710,11 @@ typedef struct {
     PyObject *release;
     Py_ssize_t full_at;
     int closed;           /* set by mark_closed() (RecordAccumulator.close(), under the lock) */
+    /* the last partition appended to and its queue: records mostly go to the partition the record
+     * before went to, and the accumulator never removes or replaces a partition's queue, so the
+     * pair stays true (it spares a dict lookup, which hashes the TopicPartition tuple) */
+    PyObject *last_tp;
+    PyObject *last_dq;
     Layout layout;
 } AppenderObject;
 
@@ -834,12 +839,16 @@ appender_traverse(AppenderObject *self, visitproc visit, void *arg)
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
     Py_VISIT(self->mutex);
+    Py_VISIT(self->last_tp);
+    Py_VISIT(self->last_dq);
     return 0;
 }
 
 static int
 appender_clear(AppenderObject *self)
 {
+    Py_CLEAR(self->last_tp);
+    Py_CLEAR(self->last_dq);
     Py_CLEAR(self->acc);
     Py_CLEAR(self->batches);
     Py_CLEAR(self->acquire);
@@ -859,13 +868,13 @@ appender_dealloc(AppenderObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The open-batch case of RecordAccumulator.append. Returns (future, wake), or Py_None (a new
- * reference) when the Python path must decide (no open batch, it is full, the accumulator is
- * closed, or a builder that is not ours); NULL on error. ``ts_obj`` may be NULL (then ``ts`` is
- * used). Nothing changes before a Py_None answer. */
+/* The open-batch case of RecordAccumulator.append. Returns the record's future and sets *wake,
+ * or returns Py_None (a new reference) when the Python path must decide (no open batch, it is full,
+ * the accumulator is closed, or a builder that is not ours); NULL on error. ``ts_obj`` may be NULL
+ * (then ``ts`` is used). Nothing changes before a Py_None answer. */
 static PyObject *
 appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts_obj, Bytes *key,
-                    Bytes *value, Bytes *headers)
+                    Bytes *value, Bytes *headers, int *wake)
 {
     Layout *l = &self->layout;
     int direct = Py_IS_TYPE(self->mutex, &MutexType);
@@ -882,11 +891,18 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
      * it sets both): an attribute read per record cost ~20 ns */
     if (self->closed)
         goto python;
-    PyObject *dq = PyDict_GetItemWithError(self->batches, tp);  /* borrowed */
-    if (dq == NULL) {
-        if (PyErr_Occurred())
-            goto unlock;
-        goto python;
+    PyObject *dq = self->last_dq;  /* borrowed */
+    if (tp != self->last_tp || dq == NULL) {
+        dq = PyDict_GetItemWithError(self->batches, tp);
+        if (dq == NULL) {
+            if (PyErr_Occurred())
+                goto unlock;
+            goto python;
+        }
+        Py_INCREF(tp);
+        Py_XSETREF(self->last_tp, tp);
+        Py_INCREF(dq);
+        Py_XSETREF(self->last_dq, dq);
     }
     Py_ssize_t n = PySequence_Size(dq);
     if (n < 0)
@@ -939,15 +955,8 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
     Py_DECREF(last);
     if (future == NULL)
         goto unlock;
-    result = PyTuple_New(2);
-    if (result == NULL) {
-        Py_DECREF(future);
-        goto unlock;
-    }
-    PyObject *wake = size >= self->full_at ? Py_True : Py_False;
-    Py_INCREF(wake);
-    PyTuple_SET_ITEM(result, 0, future);
-    PyTuple_SET_ITEM(result, 1, wake);
+    *wake = size >= self->full_at;
+    result = future;
     goto unlock;
 python:
     Py_INCREF(Py_None);
@@ -1004,11 +1013,16 @@ appender_call(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
         bytes_release(&value);
         return NULL;
     }
-    PyObject *out = appender_append_raw(self, args[0], ts, ts_obj, &key, &value, &headers);
+    int wake = 0;
+    PyObject *out = appender_append_raw(self, args[0], ts, ts_obj, &key, &value, &headers, &wake);
     bytes_release(&key);
     bytes_release(&value);
     bytes_release(&headers);
-    return out;
+    if (out == NULL || out == Py_None)
+        return out;
+    PyObject *pair = PyTuple_Pack(2, out, wake ? Py_True : Py_False);
+    Py_DECREF(out);
+    return pair;
 }
 
 static PyObject *
@@ -1044,7 +1058,7 @@ static PyTypeObject AppenderType = {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *producer;      /* reads _added */
+    PyObject *producer;      /* the fallback's first argument */
     PyObject *tm;            /* add_partition(); its state arrives through set_in_transaction() */
     PyObject *net;           /* reads partition_cache; wakeup() */
     PyObject *current;       /* the sticky partitioner's topic -> StickyPartition dict */
@@ -1053,6 +1067,8 @@ typedef struct {
     PyObject *appender;      /* AppenderObject */
     PyObject *no_headers;    /* encoded "no headers" */
     PyObject *fallback;      /* the Python TransactionalProducer.send: every case not taken here */
+    PyObject *added;         /* the producer's _added of this transaction, pushed by set_added() */
+    PyObject *known_tp;      /* a partition found in ``added`` (the last one): no lookup for it */
     Py_ssize_t sticky_batch_size;
     Py_ssize_t record_overhead;
     int plain_keys, plain_values, builtin_partitioner;
@@ -1137,6 +1153,8 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->appender);
     Py_VISIT(self->no_headers);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->added);
+    Py_VISIT(self->known_tp);
     Py_VISIT(self->sticky_type);
     return 0;
 }
@@ -1153,6 +1171,8 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->appender);
     Py_CLEAR(self->no_headers);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->added);
+    Py_CLEAR(self->known_tp);
     Py_CLEAR(self->sticky_type);
     return 0;
 }
@@ -1199,13 +1219,14 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
                       Py_ssize_t appended, int wake)
 {
     int in_txn = (self->flags & SP_IN_TXN) != 0;  /* the TM's state, read again after the append */
+    PyObject *added = self->added;
+    if (added == NULL || !PySet_Check(added)) {
+        PyErr_SetString(PyExc_RuntimeError, "SendPath: set_added() was not called");
+        return -1;
+    }
     int known = 0;
     if (in_txn) {
-        PyObject *added = PyObject_GetAttr(self->producer, s_added);
-        if (added == NULL)
-            return -1;
-        known = PySet_Check(added) ? PySet_Contains(added, tp) : PySequence_Contains(added, tp);
-        Py_DECREF(added);
+        known = tp == self->known_tp || PySet_Contains(added, tp);
         if (known < 0)
             return -1;
     }
@@ -1214,14 +1235,12 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
         if (r == NULL)
             return -1;
         Py_DECREF(r);
-        PyObject *added = PyObject_GetAttr(self->producer, s_added);
-        if (added == NULL)
+        if (PySet_Add(added, tp) < 0)
             return -1;
-        r = PyObject_CallMethodOneArg(added, s_add, tp);
-        Py_DECREF(added);
-        if (r == NULL)
-            return -1;
-        Py_DECREF(r);
+    }
+    if (tp != self->known_tp) {
+        Py_INCREF(tp);
+        Py_XSETREF(self->known_tp, tp);
     }
     if (sticky_obj != NULL) {
         /* sticky_obj is a StickyPartition (checked by the caller): its slots by offset */
@@ -1362,17 +1381,15 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     bytes_get(key, &kb, "key");      /* None or exact bytes: cannot fail */
     bytes_get(value, &vb, "value");
     bytes_get(self->no_headers, &hb, "headers");
-    PyObject *done = appender_append_raw((AppenderObject *)self->appender, tp, ts, ts_obj, &kb, &vb, &hb);
-    if (done == NULL || done == Py_None) {
+    int wake = 0;
+    PyObject *future = appender_append_raw((AppenderObject *)self->appender, tp, ts, ts_obj, &kb, &vb,
+                                           &hb, &wake);
+    if (future == NULL || future == Py_None) {
         Py_DECREF(tp);
         Py_XDECREF(sticky_obj);
-        return done;  /* an error, or the Python path (nothing changed yet) */
+        return future;  /* an error, or the Python path (nothing changed yet) */
     }
     Py_ssize_t appended = self->record_overhead + (kb.len < 0 ? 0 : kb.len) + (vb.len < 0 ? 0 : vb.len);
-    int wake = PyTuple_GET_ITEM(done, 1) == Py_True;
-    PyObject *future = PyTuple_GET_ITEM(done, 0);
-    Py_INCREF(future);
-    Py_DECREF(done);
     int rc = sendpath_after_append(self, topic, tp, sticky_obj, appended, wake);
     Py_DECREF(tp);
     Py_XDECREF(sticky_obj);
@@ -1486,6 +1503,19 @@ sendpath_set_in_transaction(SendPathObject *self, PyObject *arg)
 }
 
 static PyObject *
+sendpath_set_added(SendPathObject *self, PyObject *arg)
+{
+    if (!PySet_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "set_added() takes the producer's set of partitions");
+        return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(self->added, arg);
+    Py_CLEAR(self->known_tp);  /* found in the old set, not (yet) in this one */
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 sendpath_mark_closed(SendPathObject *self, PyObject *Py_UNUSED(ignored))
 {
     self->flags |= SP_CLOSED;
@@ -1512,6 +1542,8 @@ static PyMethodDef sendpath_methods[] = {
     {"set_in_transaction", (PyCFunction)sendpath_set_in_transaction, METH_O,
      "set_in_transaction(bool): the TM entered (True, after the change) or is leaving (False, before it) "
      "IN_TRANSACTION."},
+    {"set_added", (PyCFunction)sendpath_set_added, METH_O,
+     "set_added(set): the producer's partitions of the transaction beginning (it replaces the set)."},
     {"mark_closed", (PyCFunction)sendpath_mark_closed, METH_NOARGS, "The producer is closing: no more records."},
     {"mark_crashed", (PyCFunction)sendpath_mark_crashed, METH_NOARGS, "The Sender thread died: no more records."},
     {"is_open", (PyCFunction)sendpath_is_open, METH_NOARGS, "Whether a record may take the fast path now."},
@@ -1636,9 +1668,7 @@ PyInit__speedups(void)
     use_hw_crc = __builtin_cpu_supports("sse4.2");
 #endif
     INTERN(s_partition_cache, "partition_cache");
-    INTERN(s_added, "_added");
     INTERN(s_add_partition, "add_partition");
-    INTERN(s_add, "add");
     INTERN(s_choose, "_choose");
     INTERN(s_wakeup, "wakeup");
     INTERN(s_acquire, "acquire");

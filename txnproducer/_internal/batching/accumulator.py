@@ -132,6 +132,7 @@ class RecordAccumulator:
         # (the accelerator's Mutex is the same kind of lock, one its compiled append takes directly)
         self._mutex: Any = threading.Lock() if _SPEEDUPS is None else _SPEEDUPS.Mutex()
         self._lock = threading.Condition(self._mutex)
+        # (a partition's queue is never removed or replaced: the compiled append keeps the last one)
         self._batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         # Batches with an assigned sequence that are not final, per partition, in sequence order.
         self._outstanding: dict[TopicPartition, list[ProducerBatch]] = {}
