@@ -150,7 +150,8 @@ class TransactionalProducer:
                 self, self._tm, self._net, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
                 NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
-                self._partitioner is None, StickyPartition, TransactionalProducer.send)
+                self._partitioner is None, StickyPartition, self._net.partition_cache,
+                TransactionalProducer.send)
             # Its state is pushed to it, not read per record: the TM's transitions (none can happen
             # before the Sender starts), a Sender crash, close().
             self._tm.in_transaction_listener = fast.set_in_transaction

@@ -285,3 +285,22 @@ def test_a_subclass_that_overrides_send_keeps_its_override(mock_cluster: MockClu
         assert seen == [b"%d" % i for i in range(5)]
     finally:
         producer.close(5)
+
+
+def test_a_metadata_update_empties_the_partition_cache_the_send_path_holds(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """The compiled path holds the network client's partition cache (one lookup per record, no
+    attribute read), so a metadata update must empty that very dict, never replace it: otherwise
+    records would keep the partitions of the first metadata forever."""
+    mock_cluster.create_topic("cached", partitions=2)
+    producer = make_producer()
+    producer.init_transactions()
+    cache = producer._net.partition_cache
+    with producer.transaction():
+        first = producer.send("cached", b"before")
+        assert cache == {"cached": [0, 1]}
+        producer._net._on_metadata(producer._net.cluster)  # what every metadata answer runs
+        assert producer._net.partition_cache is cache and cache == {}
+        second = producer.send("cached", b"after")  # the Python path looks the topic up again
+        assert cache == {"cached": [0, 1]}
+    assert first.get(5).offset >= 0 and second.get(5).offset >= 0

@@ -250,7 +250,7 @@ slot_set(PyObject *obj, Py_ssize_t off, PyObject *value)
 static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzip_level) */
 
 /* interned attribute names */
-static PyObject *s_partition_cache, *s_add_partition, *s_choose, *s_wakeup,
+static PyObject *s_add_partition, *s_choose, *s_wakeup,
     *s_acquire, *s_release, *s_append;
 
 /* ---------------------------------------------------------------- BatchEncoder */
@@ -1060,7 +1060,8 @@ typedef struct {
     PyObject_HEAD
     PyObject *producer;      /* the fallback's first argument */
     PyObject *tm;            /* add_partition(); its state arrives through set_in_transaction() */
-    PyObject *net;           /* reads partition_cache; wakeup() */
+    PyObject *net;           /* wakeup() */
+    PyObject *partitions;    /* net.partition_cache: topic -> partition ids (cleared, never replaced) */
     PyObject *current;       /* the sticky partitioner's topic -> StickyPartition dict */
     PyObject *sticky;        /* the StickyPartitioner: _choose(topic, parts) */
     PyObject *tps;           /* topic -> {partition: TopicPartition} */
@@ -1092,16 +1093,18 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"producer", "transaction_manager", "network",
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
-                             "plain_values", "builtin_partitioner", "sticky_type", "fallback", NULL};
+                             "plain_values", "builtin_partitioner", "sticky_type", "partition_cache",
+                             "fallback", NULL};
     PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
-    PyObject *sticky_type, *fallback = NULL;
+    PyObject *sticky_type, *partitions, *fallback = NULL;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!|O", kwlist, &producer,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!|O", kwlist, &producer,
                                      &tm, &net, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
-                                     &plain_values, &builtin, &PyType_Type, &sticky_type, &fallback))
+                                     &plain_values, &builtin, &PyType_Type, &sticky_type,
+                                     &PyDict_Type, &partitions, &fallback))
         return -1;
     if (fallback == Py_None)
         fallback = NULL;
@@ -1125,6 +1128,7 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     KEEP(producer, producer);
     KEEP(tm, tm);
     KEEP(net, net);
+    KEEP(partitions, partitions);
     KEEP(sticky, sticky);
     KEEP(current, current);
     KEEP(tps, tps);
@@ -1147,6 +1151,7 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->producer);
     Py_VISIT(self->tm);
     Py_VISIT(self->net);
+    Py_VISIT(self->partitions);
     Py_VISIT(self->sticky);
     Py_VISIT(self->current);
     Py_VISIT(self->tps);
@@ -1165,6 +1170,7 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->producer);
     Py_CLEAR(self->tm);
     Py_CLEAR(self->net);
+    Py_CLEAR(self->partitions);
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->current);
     Py_CLEAR(self->tps);
@@ -1320,12 +1326,8 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     if (self->flags != SP_IN_TXN)
         Py_RETURN_NONE;
     /* partitions known (the Python path fetches metadata) */
-    PyObject *cache = PyObject_GetAttr(self->net, s_partition_cache);
-    if (cache == NULL)
-        return NULL;
-    PyObject *parts = PyDict_Check(cache) ? PyDict_GetItemWithError(cache, topic) : NULL;
+    PyObject *parts = PyDict_GetItemWithError(self->partitions, topic);
     Py_XINCREF(parts);
-    Py_DECREF(cache);
     if (parts == NULL) {
         if (PyErr_Occurred())
             return NULL;
@@ -1667,7 +1669,6 @@ PyInit__speedups(void)
     __builtin_cpu_init();
     use_hw_crc = __builtin_cpu_supports("sse4.2");
 #endif
-    INTERN(s_partition_cache, "partition_cache");
     INTERN(s_add_partition, "add_partition");
     INTERN(s_choose, "_choose");
     INTERN(s_wakeup, "wakeup");

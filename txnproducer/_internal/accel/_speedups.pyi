@@ -30,7 +30,7 @@ class SendPath:
                  sticky: Any, sticky_current: dict[str, Any], sticky_batch_size: int,
                  topic_partitions: dict[str, dict[int, Any]], appender: Appender,
                  no_headers: bytes, record_overhead: int, plain_keys: bool, plain_values: bool,
-                 builtin_partitioner: bool, sticky_type: type,
+                 builtin_partitioner: bool, sticky_type: type, partition_cache: dict[str, Any],
                  fallback: Callable[..., RecordFuture] | None = ...) -> None: ...
     def __call__(self, topic: str, value: Any = ..., key: Any = ..., partition: int | None = ...,
                  timestamp_ms: int | None = ..., headers: Any = ...) -> RecordFuture: ...

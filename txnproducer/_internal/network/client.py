@@ -254,7 +254,9 @@ class NetworkClient:
 
     def _on_metadata(self, cluster: Any) -> None:
         with self._cond:
-            self.partition_cache = {}  # replaced, not mutated: readers need no lock
+            # cleared, never replaced: the compiled send path holds this dict (each reader makes
+            # one lookup, atomic under the GIL)
+            self.partition_cache.clear()
             self._unauthorized = frozenset(cluster.unauthorized_topics)
             self._metadata_answers += 1
             self._notify()
