@@ -396,6 +396,37 @@ def test_a_batch_that_cannot_grow_is_closed_and_the_next_record_waits_for_memory
     assert acc.used_memory == 16384
 
 
+def test_a_batch_does_not_grow_while_another_append_waits_for_memory() -> None:
+    """A thread waits for memory to start a batch: a growing batch must not take the bytes that
+    come free before it; it is closed instead, and its record waits in turn."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=40_000)
+    while True:  # TP0's batch grows to 32 KiB (about 7 KB stay free) and fills it
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+        if acc._batches[TP0][0].builder.size() + 1100 > 32768:
+            break
+    assert acc.used_memory == 32768
+    waiting = threading.Event()
+    wait_for_memory = acc._wait_for_memory
+
+    def announce_then_wait(needed: int, deadline: float, max_block_s: float, tp: Any) -> None:
+        waiting.set()  # called under the accumulator lock, just before it waits
+        wait_for_memory(needed, deadline, max_block_s, tp)
+
+    acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(append(acc, TP1, max_block_s=10)))
+    thread.start()
+    assert waiting.wait(5)
+    used = acc.used_memory
+    with pytest.raises(errors.TimeoutError):  # ~7 KB free, but TP1 waits: TP0 does not grow
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    assert acc.used_memory == used and acc._batches[TP0][0].full
+    batch = acc.drain(leader, {1})[1][0]  # TP0's closed batch completes: its memory goes to TP1
+    acc.complete(batch, 0, -1)
+    thread.join(5)
+    assert not thread.is_alive() and results and acc.queued_batches == 1
+
+
 def test_blocked_append_proceeds_when_memory_is_released() -> None:
     woken = threading.Event()
     acc, _, _ = make(buffer_memory=1000, batch_size=10_000)

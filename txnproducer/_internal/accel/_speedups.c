@@ -1225,26 +1225,33 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
                       Py_ssize_t appended, int wake)
 {
     int in_txn = (self->flags & SP_IN_TXN) != 0;  /* the TM's state, read again after the append */
-    PyObject *added = self->added;
-    if (added == NULL || !PySet_Check(added)) {
+    if (self->added == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "SendPath: set_added() was not called");
         return -1;
     }
+    /* held: add_partition() runs Python, during which another thread may begin the next
+     * transaction and replace the set */
+    PyObject *added = Py_NewRef(self->added);
     int known = 0;
     if (in_txn) {
         known = tp == self->known_tp || PySet_Contains(added, tp);
-        if (known < 0)
+        if (known < 0) {
+            Py_DECREF(added);
             return -1;
+        }
     }
     if (!known) {
         PyObject *r = PyObject_CallMethodOneArg(self->tm, s_add_partition, tp);
-        if (r == NULL)
+        if (r == NULL || PySet_Add(added, tp) < 0) {
+            Py_XDECREF(r);
+            Py_DECREF(added);
             return -1;
+        }
         Py_DECREF(r);
-        if (PySet_Add(added, tp) < 0)
-            return -1;
     }
-    if (tp != self->known_tp) {
+    int current = added == self->added;
+    Py_DECREF(added);
+    if (current && tp != self->known_tp) {
         Py_INCREF(tp);
         Py_XSETREF(self->known_tp, tp);
     }

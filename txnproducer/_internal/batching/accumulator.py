@@ -198,10 +198,13 @@ class RecordAccumulator:
 
         Doubling keeps the number of slow-path appends per batch at a handful (16 KiB to 256 KiB
         is four) while a batch never holds more than twice what it has written; when the pool
-        has less than that, it takes just what the record needs."""
+        has less than that, it takes just what the record needs. It takes none while another
+        thread waits for memory to start a batch: the waiter would never get its turn."""
         limit = builder.batch_size
         if limit >= self._full_at:
             return False  # at its capacity: the record starts the next batch
+        if self._memory_waiters:
+            return False  # others wait for memory: close the batch, wait in turn like them
         needed = builder.size() + payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
         free = self.buffer_memory - self._used
         for target in (max(2 * limit, needed), needed):
