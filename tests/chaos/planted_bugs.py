@@ -79,12 +79,14 @@ def _drop_retry(mp: pytest.MonkeyPatch) -> None:
     original = Sender._retry_or_fail
 
     def retry_or_fail(self: Sender, batch: Any, code: int, message: str | None, record_errors: Any,
-                      log_start_offset: int | None = None) -> None:
+                      *args: Any, **kwargs: Any) -> None:
         if batch.final_state is None and code in sender_module._RETRIABLE:
             _fired("drop_retry")
             self._complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
             return
-        original(self, batch, code, message, record_errors, log_start_offset)
+        # the rest of the real signature passes through (it grew leader_moved= after this was
+        # written, and the planted bug then broke the Sender's callback instead of the retry)
+        original(self, batch, code, message, record_errors, *args, **kwargs)
 
     mp.setattr(Sender, "_retry_or_fail", retry_or_fail)
 

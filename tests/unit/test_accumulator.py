@@ -396,6 +396,18 @@ def test_a_batch_that_cannot_grow_is_closed_and_the_next_record_waits_for_memory
     assert acc.used_memory == 16384
 
 
+def test_a_batch_does_not_grow_for_a_record_it_could_never_take() -> None:
+    """A record that would not fit even at batch_size starts the next batch at once: the open
+    batch keeps its reservation instead of taking all of batch_size first."""
+    acc, _, _ = make(batch_size=65_536, buffer_memory=1 << 20)
+    while acc.used_memory < 32768:
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    append(acc, TP0, value=b"y" * 50_000, max_block_s=0)
+    first, second = acc._batches[TP0]
+    assert first.full and first.reserved == 32768 and second.record_count == 1
+    assert acc.used_memory == 32768 + second.reserved < 32768 + 65_536
+
+
 def test_a_batch_does_not_grow_while_another_append_waits_for_memory() -> None:
     """A thread waits for memory to start a batch: a growing batch must not take the bytes that
     come free before it; it is closed instead, and its record waits in turn."""

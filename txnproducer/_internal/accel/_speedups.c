@@ -1225,16 +1225,12 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
                       Py_ssize_t appended, int wake)
 {
     int in_txn = (self->flags & SP_IN_TXN) != 0;  /* the TM's state, read again after the append */
-    if (self->added == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "SendPath: set_added() was not called");
-        return -1;
-    }
     /* held: add_partition() runs Python, during which another thread may begin the next
      * transaction and replace the set */
     PyObject *added = Py_NewRef(self->added);
     int known = 0;
     if (in_txn) {
-        known = tp == self->known_tp || PySet_Contains(added, tp);
+        known = tp == self->known_tp ? 1 : PySet_Contains(added, tp);
         if (known < 0) {
             Py_DECREF(added);
             return -1;
@@ -1332,6 +1328,10 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     /* a transaction is open, the producer is open and its Sender alive */
     if (self->flags != SP_IN_TXN)
         Py_RETURN_NONE;
+    if (self->added == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "SendPath: set_added() was not called");
+        return NULL;
+    }
     /* partitions known (the Python path fetches metadata) */
     PyObject *parts = PyDict_GetItemWithError(self->partitions, topic);
     Py_XINCREF(parts);

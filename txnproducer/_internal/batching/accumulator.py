@@ -140,6 +140,7 @@ class RecordAccumulator:
         self._incomplete: dict[ProducerBatch, None] = {}
         self._used = 0
         self._memory_waiters = 0
+        self._blocked_appends = 0  # of those, threads blocked in _wait_for_memory
         self._flushes = 0
         self._closed = False
         self._drain_start = 0
@@ -199,13 +200,16 @@ class RecordAccumulator:
         Doubling keeps the number of slow-path appends per batch at a handful (16 KiB to 256 KiB
         is four) while a batch never holds more than twice what it has written; when the pool
         has less than that, it takes just what the record needs. It takes none while another
-        thread waits for memory to start a batch: the waiter would never get its turn."""
+        thread is blocked waiting for memory to start a batch: the waiter would never get its turn
+        (an asyncio producer retrying a send counts itself in ``_memory_waiters``, not here)."""
         limit = builder.batch_size
         if limit >= self._full_at:
             return False  # at its capacity: the record starts the next batch
-        if self._memory_waiters:
+        if self._blocked_appends:
             return False  # others wait for memory: close the batch, wait in turn like them
         needed = builder.size() + payload_size(key, value, headers_encoded) + _RECORD_OVERHEAD
+        if needed > self._full_at:
+            return False  # would not fit even at capacity: reserving more would only hold memory
         free = self.buffer_memory - self._used
         for target in (max(2 * limit, needed), needed):
             grow = min(target, self._full_at) - limit
@@ -284,6 +288,7 @@ class RecordAccumulator:
         open batch of ``tp`` that the record may join instead; TimeoutError at ``deadline``
         (``time.monotonic``; ``max_block_s`` is the bound it came from, for the message)."""
         self._memory_waiters += 1
+        self._blocked_appends += 1
         try:
             if self._wakeup is not None:
                 self._wakeup()  # the Sender treats every batch as ready while someone waits
@@ -300,6 +305,7 @@ class RecordAccumulator:
                 self._lock.wait(remaining)
         finally:
             self._memory_waiters -= 1
+            self._blocked_appends -= 1
 
     def count_memory_waiter(self, delta: int) -> None:
         """+1/-1: a caller that must not block waits for memory (the Sender then ignores linger)."""
