@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -73,6 +74,18 @@ def leader(tp: TopicPartition) -> int | None:
 def append(acc: RecordAccumulator, tp: TopicPartition = TP0, value: bytes = b"v" * 10,
            key: bytes | None = None, max_block_s: float = 1.0) -> Any:
     return acc.append(tp, 1_700_000_000_000, key, value, [], max_block_s)
+
+
+def announce_memory_waits(acc: RecordAccumulator, announce: Callable[[], Any]) -> None:
+    """Call ``announce`` whenever an append is about to wait for memory (under the accumulator's
+    lock, just before it waits): what a test synchronises on instead of sleeping."""
+    wait_for_memory = acc._wait_for_memory
+
+    def announce_then_wait(needed: int, deadline: float, max_block_s: float, tp: Any) -> None:
+        announce()
+        wait_for_memory(needed, deadline, max_block_s, tp)
+
+    acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
 
 
 def test_records_share_a_batch_until_batch_size() -> None:
@@ -418,13 +431,7 @@ def test_a_batch_does_not_grow_while_another_append_waits_for_memory() -> None:
             break
     assert acc.used_memory == 32768
     waiting = threading.Event()
-    wait_for_memory = acc._wait_for_memory
-
-    def announce_then_wait(needed: int, deadline: float, max_block_s: float, tp: Any) -> None:
-        waiting.set()  # called under the accumulator lock, just before it waits
-        wait_for_memory(needed, deadline, max_block_s, tp)
-
-    acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
+    announce_memory_waits(acc, waiting.set)
     results: list[Any] = []
     thread = threading.Thread(target=lambda: results.append(append(acc, TP1, max_block_s=10)))
     thread.start()
@@ -462,13 +469,7 @@ def test_appends_that_waited_for_memory_keep_each_others_batches() -> None:
     acc, _, _ = make(buffer_memory=400, batch_size=1024)
     append(acc, TP0, value=b"x" * 300)  # nearly all of buffer_memory
     waiting = threading.Semaphore(0)
-    wait_for_memory = acc._wait_for_memory
-
-    def announce_then_wait(needed: int, deadline: float, max_block_s: float, tp: Any) -> None:
-        waiting.release()  # called under the accumulator lock, just before it waits
-        wait_for_memory(needed, deadline, max_block_s, tp)
-
-    acc._wait_for_memory = announce_then_wait  # type: ignore[method-assign]
+    announce_memory_waits(acc, waiting.release)
     results: list[Any] = []
     threads = [threading.Thread(target=lambda: results.append(append(acc, TP1, max_block_s=10)))
                for _ in range(2)]
