@@ -150,13 +150,12 @@ class TransactionalProducer:
                 self, self._tm, self._net, self._sticky,
                 self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
                 NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
-                self._partitioner is None, StickyPartition, self._net.partition_cache,
+                self._partitioner is None, StickyPartition, self._net.partition_cache, self._added,
                 _PYTHON_SEND)
             # Its state is pushed to it, not read per record: the TM's transitions (none can happen
             # before the Sender starts), a Sender crash, close().
             self._tm.in_transaction_listener = fast.set_in_transaction
             self._sender.on_crash = fast.mark_crashed
-            fast.set_added(self._added)  # and each transaction's, from begin_transaction()
             self._fast_send = fast
             # ``producer.send`` is then the compiled path itself, which hands every case it does
             # not take to the method below: a Python frame less per record (~0.08 us of ~0.5).
@@ -420,7 +419,10 @@ class TransactionalProducer:
         (no transaction open), AbortableError/FatalError (the transaction already failed),
         ClosedError.
         """
-        fast = self._fast_send  # (reached here only for what it did not take, unless a subclass)
+        # Where ``producer.send`` is the compiled path, it tried this record already and hands it
+        # here (a new batch, a topic's first record, ...): the repeat is on the slow path only, and
+        # keeps the compiled path for subclasses and patched classes, which call this method.
+        fast = self._fast_send
         if fast is not None and partition is None and headers is None:
             future = fast.try_send(topic, value, key, timestamp_ms)
             if future is not None:

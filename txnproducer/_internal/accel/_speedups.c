@@ -1068,7 +1068,7 @@ typedef struct {
     PyObject *appender;      /* AppenderObject */
     PyObject *no_headers;    /* encoded "no headers" */
     PyObject *fallback;      /* the Python TransactionalProducer.send: every case not taken here */
-    PyObject *added;         /* the producer's _added of this transaction, pushed by set_added() */
+    PyObject *added;         /* the producer's _added of this transaction (set_added() replaces it) */
     PyObject *known_tp;      /* a partition found in ``added`` (the last one): no lookup for it */
     Py_ssize_t sticky_batch_size;
     Py_ssize_t record_overhead;
@@ -1094,21 +1094,19 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
                              "plain_values", "builtin_partitioner", "sticky_type", "partition_cache",
-                             "fallback", NULL};
+                             "added", "fallback", NULL};
     PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
-    PyObject *sticky_type, *partitions, *fallback = NULL;
+    PyObject *sticky_type, *partitions, *added, *fallback;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!|O", kwlist, &producer,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!O!O", kwlist, &producer,
                                      &tm, &net, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
                                      &plain_values, &builtin, &PyType_Type, &sticky_type,
-                                     &PyDict_Type, &partitions, &fallback))
+                                     &PyDict_Type, &partitions, &PySet_Type, &added, &fallback))
         return -1;
-    if (fallback == Py_None)
-        fallback = NULL;
-    if (fallback != NULL && !PyCallable_Check(fallback)) {
+    if (!PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable (TransactionalProducer.send)");
         return -1;
     }
@@ -1134,8 +1132,10 @@ sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
     KEEP(tps, tps);
     KEEP(appender, appender);
     KEEP(no_headers, no_headers);
+    KEEP(added, added);
+    KEEP(fallback, fallback);
 #undef KEEP
-    Py_XSETREF(self->fallback, Py_XNewRef(fallback));
+    Py_CLEAR(self->known_tp);
     self->sticky_batch_size = sticky_batch_size;
     self->record_overhead = record_overhead;
     self->plain_keys = plain_keys;
@@ -1328,10 +1328,6 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     /* a transaction is open, the producer is open and its Sender alive */
     if (self->flags != SP_IN_TXN)
         Py_RETURN_NONE;
-    if (self->added == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "SendPath: set_added() was not called");
-        return NULL;
-    }
     /* partitions known (the Python path fetches metadata) */
     PyObject *parts = PyDict_GetItemWithError(self->partitions, topic);
     Py_XINCREF(parts);
@@ -1461,10 +1457,6 @@ sendpath_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject
         if (r != Py_None)
             return r;  /* the record's future, or NULL with the exception set */
         Py_DECREF(r);
-    }
-    if (self->fallback == NULL) {
-        PyErr_SetString(PyExc_TypeError, "this SendPath has no fallback: call try_send()");
-        return NULL;
     }
     /* fallback(producer, *args, **kwargs), without copying them when there is room in front */
     PyObject *small[1 + 2 * SEND_PARAMS];

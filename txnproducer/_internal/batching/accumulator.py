@@ -211,8 +211,8 @@ class RecordAccumulator:
         if needed > self._full_at:
             return False  # would not fit even at capacity: reserving more would only hold memory
         free = self.buffer_memory - self._used
-        for target in (max(2 * limit, needed), needed):
-            grow = min(target, self._full_at) - limit
+        for target in (min(max(2 * limit, needed), self._full_at), needed):
+            grow = target - limit
             if grow <= free:
                 self._used += grow
                 batch.reserved += grow
