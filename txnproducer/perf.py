@@ -17,12 +17,8 @@ import argparse
 import json
 import math
 import os
-import queue
 import resource
-import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -31,12 +27,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, TextIO
 
 from txnproducer._internal import accel
+from txnproducer._internal.perf_clusters import create_topic, mock_cluster_process
 
 __all__ = [
     "PerfResult",
     "TxnClient",
     "TxnProducerClient",
     "add_arguments",
+    "create_topic",
     "latency_summary",
     "main",
     "mock_cluster_process",
@@ -46,9 +44,6 @@ __all__ = [
     "run_workload",
 ]
 
-# Bound on starting (and stopping) the standalone mock cluster process.
-MOCK_START_TIMEOUT_S = 60.0
-MOCK_STOP_TIMEOUT_S = 10.0
 PROGRESS_INTERVAL_S = 1.0
 
 
@@ -351,88 +346,7 @@ def producer_diagnostics(producer: Any) -> dict[str, Any]:
     return out
 
 
-# --- the standalone mock cluster ------------------------------------------------------------------------
-
-
-@contextmanager
-def mock_cluster_process(
-    brokers: int = 1,
-    transaction_version: int = 2,
-    partitions: int = 3,
-    topics: Sequence[str] = (),
-    crc_check: bool = True,
-    timeout_s: float = MOCK_START_TIMEOUT_S,
-) -> Iterator[str]:
-    """Run ``txnproducer.testing.standalone`` in a child process; yield its bootstrap servers.
-
-    A separate process keeps the mock broker's CPU and memory out of the measured process. Its
-    stdout is drained by a thread for the whole run (it may log there), so it can never block on
-    a full pipe. The child is stopped with SIGTERM (then SIGKILL) on exit, each step bounded.
-    """
-    cmd = [sys.executable, "-m", "txnproducer.testing.standalone", "--brokers", str(brokers), "--port", "0",
-           "--transaction-version", str(transaction_version), "--partitions", str(partitions)]
-    for topic in topics:
-        cmd += ["--topic", f"{topic}:{partitions}"]
-    if not crc_check:
-        cmd.append("--no-crc-check")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            start_new_session=True)
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=drain, name="mock-cluster-stdout", daemon=True).start()
-    try:
-        deadline = time.monotonic() + timeout_s
-        bootstrap = None
-        while bootstrap is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise RuntimeError(f"the mock cluster did not start within {timeout_s:.0f} s")
-            try:
-                line = lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise RuntimeError(f"the mock cluster exited with code {proc.wait(MOCK_STOP_TIMEOUT_S)}")
-            if line.startswith("bootstrap_servers="):
-                bootstrap = line.strip().split("=", 1)[1]
-        yield bootstrap
-    finally:
-        _stop_process(proc)
-
-
-def _stop_process(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(MOCK_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(MOCK_STOP_TIMEOUT_S)
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0,
-                 **security: Any) -> None:
-    """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off.
-    ``security``: the producer's ``security_protocol``/``ssl_*``/``sasl_*`` settings, for the admin client."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin_keys = KafkaAdminClient.DEFAULT_CONFIG
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
-                             **{k: v for k, v in security.items() if k in admin_keys})
-    try:
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+# --- where the records go ----------------------------------------------------------------------------
 
 
 @contextmanager
