@@ -65,7 +65,11 @@ def stream(name: str, bootstrap: str, topic: str, transactional_id: str, per_txn
         try:
             client.begin()
             for _ in range(per_txn):
-                client.send(topic, payload)
+                try:
+                    client.send(topic, payload)
+                except client.queue_full:  # confluent-kafka's local queue: serve it, send again
+                    client.on_queue_full()
+                    client.send(topic, payload)
             client.commit()
             emit("commit")
         except Exception as exc:

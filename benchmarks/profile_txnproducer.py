@@ -178,6 +178,8 @@ class Initialized:
 
     def __init__(self, client: TxnProducerClient) -> None:
         self.name = client.name
+        self.queue_full = client.queue_full
+        self.on_queue_full = client.on_queue_full
         self.begin = client.begin
         self.send = client.send
         self.commit = client.commit

@@ -106,13 +106,23 @@ def peak_rss_bytes() -> int:
 
 
 class TxnClient(Protocol):
-    """The few calls the workload makes; one adapter per client library."""
+    """The few calls the workload makes; one adapter per client library.
+
+    ``send`` is the library's own call (a bound method or the like), not an adapter method: the
+    loop calls it once per record, as an application's loop would, so what is measured per
+    record is the client's work and not an extra Python frame of ours (about 0.05 us per record,
+    which is 5 % of what the compiled path costs). ``queue_full`` names the exceptions with which
+    a library says its local queue is full (confluent-kafka's BufferError; ``()`` for the
+    others): the loop then calls ``on_queue_full()`` and sends the record again, as its users do.
+    """
 
     name: str
+    send: Callable[[str, bytes], Any]
+    queue_full: tuple[type[BaseException], ...]
 
     def init(self) -> None: ...
     def begin(self) -> None: ...
-    def send(self, topic: str, value: bytes) -> None: ...
+    def on_queue_full(self) -> None: ...
     def commit(self) -> None: ...
     def close(self) -> None: ...
 
@@ -262,6 +272,7 @@ def run_workload(
     duration_s = txn_duration_ms / 1000 if txn_duration_ms is not None else math.inf
     per_txn = records_per_txn if records_per_txn is not None else num_records
     send = client.send
+    queue_full = client.queue_full
     monotonic = time.monotonic
     while sent < num_records:
         client.begin()
@@ -270,7 +281,11 @@ def run_workload(
         in_txn = 0
         limit = min(per_txn, num_records - sent)
         while in_txn < limit:
-            send(topic, payload)
+            try:  # free while nothing is raised (Python >= 3.11)
+                send(topic, payload)
+            except queue_full:
+                client.on_queue_full()
+                send(topic, payload)
             in_txn += 1
             # checking the clock every record would cost more than the send itself
             if txn_duration_ms is not None and in_txn % 64 == 0 and monotonic() >= txn_end:
@@ -306,11 +321,14 @@ class TxnProducerClient:
     """:class:`TxnClient` over our TransactionalProducer."""
 
     name = "txnproducer"
+    queue_full: tuple[type[BaseException], ...] = ()  # send() blocks (max_block_ms) instead
 
     def __init__(self, **settings: Any) -> None:
         from txnproducer import TransactionalProducer
 
         self.producer = TransactionalProducer(**settings)
+        # the producer's own send (on the compiled path the extension's object itself)
+        self.send: Callable[[str, bytes], Any] = self.producer.send
 
     def init(self) -> None:
         self.producer.init_transactions()
@@ -318,8 +336,8 @@ class TxnProducerClient:
     def begin(self) -> None:
         self.producer.begin_transaction()
 
-    def send(self, topic: str, value: bytes) -> None:
-        self.producer.send(topic, value)
+    def on_queue_full(self) -> None:  # never called: queue_full is empty
+        pass
 
     def commit(self) -> None:
         self.producer.commit_transaction()

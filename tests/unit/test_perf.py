@@ -103,6 +103,7 @@ class FakeClient:
     """Records the calls; each send takes 1 ms and each commit 2 ms of the fake clock."""
 
     name = "fake"
+    queue_full: tuple[type[BaseException], ...] = ()
 
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
@@ -122,6 +123,9 @@ class FakeClient:
         self.values.add(value)
         self.txn_sizes[-1] += 1
         self.clock.now += 0.001
+
+    def on_queue_full(self) -> None:
+        self.calls.append("queue_full")
 
     def commit(self) -> None:
         self.calls.append("commit")
@@ -151,6 +155,37 @@ def test_records_are_split_into_transactions_of_the_given_size(clock: FakeClock)
     assert result.records_per_s == pytest.approx(10 / 0.018)
     assert result.transactions_per_s == pytest.approx(4 / 0.018)
     assert result.mb_per_s == pytest.approx(10 * 50 / 0.018 / 2**20)
+
+
+def test_a_full_local_queue_is_served_and_the_record_sent_again(clock: FakeClock) -> None:
+    class Full(Exception):
+        pass
+
+    class QueueClient(FakeClient):
+        """Its queue holds 4 records until served (confluent-kafka's BufferError)."""
+
+        queue_full = (Full,)
+
+        def __init__(self, clock: FakeClock) -> None:
+            super().__init__(clock)
+            self.queued = 0
+            self.sent = 0
+
+        def send(self, topic: str, value: bytes) -> None:
+            if self.queued == 4:
+                raise Full
+            self.queued += 1
+            self.sent += 1
+            super().send(topic, value)
+
+        def on_queue_full(self) -> None:
+            super().on_queue_full()
+            self.queued = 0
+
+    client = QueueClient(clock)
+    result = perf.run_workload(client, "t", num_records=10, record_size=1, records_per_txn=10)
+    assert client.sent == result.records == 10  # each record once, none lost to the full queue
+    assert client.calls == ["init", "begin", "queue_full", "queue_full", "commit"]
 
 
 def test_txn_duration_ends_transactions_by_time(clock: FakeClock) -> None:
