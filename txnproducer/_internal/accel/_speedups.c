@@ -715,6 +715,10 @@ typedef struct {
      * pair stays true (it spares a dict lookup, which hashes the TopicPartition tuple) */
     PyObject *last_tp;
     PyObject *last_dq;
+    /* the last timestamp made into an int and that int: the records of one millisecond share it
+     * (one allocation and one free less per record; ints are immutable) */
+    int64_t last_ts;
+    PyObject *last_ts_obj;
     Layout layout;
 } AppenderObject;
 
@@ -849,6 +853,7 @@ appender_clear(AppenderObject *self)
 {
     Py_CLEAR(self->last_tp);
     Py_CLEAR(self->last_dq);
+    Py_CLEAR(self->last_ts_obj);
     Py_CLEAR(self->acc);
     Py_CLEAR(self->batches);
     Py_CLEAR(self->acquire);
@@ -930,7 +935,18 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
         goto unlock;
     }
     PyObject *new_count = PyLong_FromSsize_t(index + 1);
-    PyObject *ts_own = ts_obj != NULL ? (Py_INCREF(ts_obj), ts_obj) : PyLong_FromLongLong(ts);
+    PyObject *ts_own;
+    if (ts_obj != NULL) {
+        ts_own = Py_NewRef(ts_obj);
+    } else if (self->last_ts_obj != NULL && self->last_ts == ts) {
+        ts_own = Py_NewRef(self->last_ts_obj);
+    } else {
+        ts_own = PyLong_FromLongLong(ts);
+        if (ts_own != NULL) {
+            Py_XSETREF(self->last_ts_obj, Py_NewRef(ts_own));
+            self->last_ts = ts;
+        }
+    }
     if (new_count == NULL || ts_own == NULL) {
         Py_XDECREF(new_count);
         Py_XDECREF(ts_own);
