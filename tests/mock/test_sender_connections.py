@@ -84,3 +84,44 @@ def test_without_faults_each_broker_gets_the_senders_requests_on_one_connection(
     assert connections and all(len(ids) == 1 for ids in connections.values()), connections
     for p in range(3):
         assert committed_values(mock_cluster, "steady", p) == [b"v"] * 20
+
+
+@TVS
+def test_kafka_pythons_event_loop_runs_only_when_it_has_work(
+        mock_cluster: MockCluster, make_producer: Any, io_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Sender waits on the selector itself (network/lean_poll.py) and runs kafka-python's loop
+    for its sockets, timers and tasks only: on the PLAINTEXT path, where the Sender's requests
+    use its own connections, that is a few polls in a run, not one per Sender iteration; on
+    kafka-python's path, whose sockets carry the requests, the loop runs for each answer."""
+    from kafka.net.selector import NetworkSelector
+
+    from txnproducer._internal.sender import Sender
+
+    counts = {"loop": 0, "sender": 0}
+    loop_poll_once, sender_run_once = NetworkSelector._poll_once, Sender.run_once
+
+    def counted_poll_once(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["loop"] += 1
+        return loop_poll_once(self, *args, **kwargs)
+
+    def counted_run_once(self: Any) -> None:
+        counts["sender"] += 1
+        sender_run_once(self)
+
+    mock_cluster.create_topic("lean", partitions=3)
+    producer = make_producer()
+    producer.init_transactions()
+    monkeypatch.setattr(NetworkSelector, "_poll_once", counted_poll_once)
+    monkeypatch.setattr(Sender, "run_once", counted_run_once)
+    for _ in range(30):
+        with producer.transaction():
+            for p in range(3):
+                producer.send("lean", b"v", partition=p)
+    monkeypatch.undo()
+    for p in range(3):
+        assert committed_values(mock_cluster, "lean", p) == [b"v"] * 30
+    assert counts["sender"] >= 60  # at least the Produce and the EndTxn answer of each
+    if io_path == "direct":
+        assert counts["loop"] <= counts["sender"] // 10, counts
+    else:
+        assert counts["loop"] >= 60, counts  # their sockets: every answer goes through the loop

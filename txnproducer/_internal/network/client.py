@@ -34,6 +34,7 @@ from txnproducer._internal.network.api_versions import BrokerFeatures, features_
 from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.direct_connections import DirectConnections
+from txnproducer._internal.network.lean_poll import lean_poll
 from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
 from txnproducer._internal.network.redaction import install_secret_filter
 from txnproducer._internal.network.secured import EofLastTCPTransport, SecuredConnectionManager
@@ -72,6 +73,9 @@ class NetworkClient:
         self._auth_error: errors.AuthenticationError | None = None
         self._token_cache: TokenCache | None = None
         self._client = client if client is not None else self._kafka_client(config)
+        # our own kafka-python client (not a test's): its loop and selector are the ones lean_poll
+        # knows, and our selector dispatches the Sender's connections
+        self._lean_poll = client is None
         self._direct_io = (client is None and self.direct_io_enabled
                            and config.security_protocol == "PLAINTEXT")
         self.cluster = self._client.cluster
@@ -512,6 +516,12 @@ class NetworkClient:
         self._direct.poll(timeout_s, self._kafka_poll)
 
     def _kafka_poll(self, timeout_ms: float) -> None:
+        if self._lean_poll:
+            lean_poll(self._client._net, timeout_ms / 1000, self._full_poll)
+        else:
+            self._full_poll(timeout_ms)
+
+    def _full_poll(self, timeout_ms: float) -> None:
         self._client.poll(timeout_ms=timeout_ms)
 
     def request_metadata_update(self) -> None:

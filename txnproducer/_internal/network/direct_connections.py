@@ -5,10 +5,9 @@ brokers in ``PLAINTEXT``, with their own rules - the Java client's exponential r
 request timeout per connection - and their own poll. kafka-python keeps the rest (bootstrap,
 metadata, TLS and SASL connections), and its sockets share one selector with ours.
 
-The poll (:meth:`DirectConnections.poll`) is kafka-python's, bounded by our connections' next
-timeout or throttle end; their sockets share kafka-python's selector, which hands them their events
-(:mod:`.selector`). A lean poll of our own that skipped kafka-python's event loop when it had
-nothing due was tried and measured no better (``benchmarks/README.md``).
+The poll (:meth:`DirectConnections.poll`) is bounded by our connections' next timeout or throttle
+end; their sockets share kafka-python's selector, which hands them their events (:mod:`.selector`),
+and kafka-python's event loop runs only when it has work (:mod:`.lean_poll`).
 
 Thread rule: the Sender thread only (the one that polls).
 """
