@@ -381,6 +381,42 @@ def test_a_large_batch_reserves_memory_as_it_grows_and_gives_it_all_back() -> No
     assert acc.used_memory == 16384 and [f.get(0).offset for f in futures] == list(range(len(futures)))
 
 
+def test_a_partition_starts_its_next_batch_at_the_size_its_last_batch_grew_to() -> None:
+    """A steady stream of large transactions: once a partition's batch grew to 128 KiB, its next
+    batch starts there, without the growth steps (each one a slow-path append); a partition whose
+    batch stayed small starts at 16 KiB again."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=1 << 20)
+    for _ in range(100):  # about 100 KB: 16 -> 32 -> 64 -> 128 KiB
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    append(acc, TP1, max_block_s=0)
+    assert [acc._batches[tp][0].reserved for tp in (TP0, TP1)] == [131072, 16384]
+    for batches in acc.drain(leader, {1, 2}).values():
+        for batch in batches:
+            acc.complete(batch, 0, -1)
+    assert acc.used_memory == 0
+    append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    append(acc, TP1, max_block_s=0)
+    assert [acc._batches[tp][0].reserved for tp in (TP0, TP1)] == [131072, 16384]
+    for _ in range(99):  # the same 100 records fit without growing
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    assert acc._batches[TP0][0].reserved == 131072 and acc.used_memory == 131072 + 16384
+
+
+def test_a_partition_starts_small_when_the_pool_cannot_spare_its_last_batch_size() -> None:
+    """What a partition's last batch grew to is taken only when it is free now: otherwise the
+    batch starts at 16 KiB, as any other (it never waits for the larger size)."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=180_000)
+    for _ in range(100):
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    (batch,) = acc.drain(leader, {1})[1]
+    acc.complete(batch, 0, -1)
+    for _ in range(40):  # TP1 grows to 64 KiB: 128 KiB more would pass buffer_memory
+        append(acc, TP1, value=b"x" * 1000, max_block_s=0)
+    assert acc.used_memory == 65536
+    append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    assert acc._batches[TP0][0].reserved == 16384 and acc.used_memory == 65536 + 16384
+
+
 def test_many_partitions_hold_an_open_batch_within_buffer_memory() -> None:
     """An open batch costs 16 KiB until it grows: 64 partitions with a record each fit in 1 MiB of
     buffer_memory with 256 KiB batches (reserving all of batch_size, only 4 would)."""
@@ -405,8 +441,8 @@ def test_a_batch_that_cannot_grow_is_closed_and_the_next_record_waits_for_memory
     assert batch.record_count == len(futures) and batch.size <= 40_000
     acc.complete(batch, 0, -1)
     assert acc.used_memory == 0 and all(f.get(0).offset == i for i, f in enumerate(futures))
-    append(acc, value=b"x" * 1000, max_block_s=0)  # room again
-    assert acc.used_memory == 16384
+    append(acc, value=b"x" * 1000, max_block_s=0)  # room again, as much as the last batch reached
+    assert acc.used_memory == 40_000
 
 
 def test_a_batch_does_not_grow_for_a_record_it_could_never_take() -> None:

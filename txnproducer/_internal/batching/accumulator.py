@@ -139,6 +139,8 @@ class RecordAccumulator:
         # insertion order == creation order, so the oldest batch is always first (expiry is O(1))
         self._incomplete: dict[ProducerBatch, None] = {}
         self._used = 0
+        # per partition: what its last batch grew to (a reservation step), the next one's start
+        self._start_reservation: dict[TopicPartition, int] = {}
         self._memory_waiters = 0
         self._blocked_appends = 0  # of those, threads blocked in _wait_for_memory
         self._flushes = 0
@@ -220,6 +222,14 @@ class RecordAccumulator:
                 return True
         return False
 
+    def _reservation_step(self, size: int) -> int:
+        """The reservation _grow() reaches for a batch of ``size`` bytes: FIRST_RESERVATION doubled
+        until it holds ``size``, at most batch_size."""
+        step = min(self._full_at, FIRST_RESERVATION)
+        while step < size and step < self._full_at:
+            step *= 2
+        return min(step, self._full_at)
+
     def _append_new_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
                           last: ProducerBatch | None, timestamp: int, key: bytes | None,
                           value: bytes | None, headers_encoded: bytes,
@@ -232,8 +242,13 @@ class RecordAccumulator:
         if last is not None:
             last.full = True  # it did not take the record: sendable at once
         # A batch starts with FIRST_RESERVATION (or batch_size when smaller) and grows in
-        # _grow(); a record larger than that gets a batch of its own size.
+        # _grow(); a record larger than that gets a batch of its own size. A partition whose last
+        # batch grew starts at that size when the pool has it free now and nobody waits for memory:
+        # a steady stream then appends without a growth step (each is a slow-path append).
         capacity = max(min(self._full_at, FIRST_RESERVATION), total)
+        previous = self._start_reservation.get(tp, 0)
+        if previous > capacity and not self._blocked_appends and self._used + previous <= self.buffer_memory:
+            capacity = previous
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         while self._used + capacity > self.buffer_memory:
             self._wait_for_memory(capacity, deadline, max_block_s, tp)
@@ -469,6 +484,7 @@ class RecordAccumulator:
                     self._tm.increment_sequence(tp, first.record_count)
                     self._outstanding.setdefault(tp, []).append(first)
                     size = first.size
+                    self._start_reservation[tp] = self._reservation_step(size)
                 dq.popleft()
                 first.in_flight = True
                 first.drained_at = now
