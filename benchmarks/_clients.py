@@ -77,6 +77,9 @@ class KafkaPythonClient:
     def init(self) -> None:
         self.producer.init_transactions()
 
+    def prepare(self, topic: str) -> None:
+        self.producer.partitions_for(topic)
+
     def begin(self) -> None:
         self.producer.begin_transaction()
 
@@ -117,6 +120,9 @@ class ConfluentClient:
 
     def init(self) -> None:
         self.producer.init_transactions(BLOCK_TIMEOUT_S)
+
+    def prepare(self, topic: str) -> None:
+        self.producer.list_topics(topic, BLOCK_TIMEOUT_S)  # fills librdkafka's metadata cache
 
     def begin(self) -> None:
         self.producer.begin_transaction()

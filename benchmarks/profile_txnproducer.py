@@ -180,6 +180,7 @@ class Initialized:
         self.name = client.name
         self.queue_full = client.queue_full
         self.on_queue_full = client.on_queue_full
+        self.prepare = client.prepare
         self.begin = client.begin
         self.send = client.send
         self.commit = client.commit

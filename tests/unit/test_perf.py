@@ -114,6 +114,11 @@ class FakeClient:
     def init(self) -> None:
         self.calls.append("init")
 
+    def prepare(self, topic: str) -> None:
+        assert topic == "t"
+        self.calls.append("prepare")
+        self.clock.now += 0.1  # a metadata round trip: counted in init_s, not in the throughput
+
     def begin(self) -> None:
         self.calls.append("begin")
         self.txn_sizes.append(0)
@@ -146,12 +151,13 @@ def test_records_are_split_into_transactions_of_the_given_size(clock: FakeClock)
     client = FakeClient(clock)
     result = perf.run_workload(client, "t", num_records=10, record_size=50, records_per_txn=3)
     assert client.txn_sizes == [3, 3, 3, 1]
-    assert client.calls == ["init"] + ["begin", "commit"] * 4
+    assert client.calls == ["init", "prepare"] + ["begin", "commit"] * 4  # metadata before the clock
     assert (result.records, result.transactions) == (10, 4)
     assert [len(v) for v in client.values] == [50]  # one payload of the record size, reused
     assert result.commit_latencies_ms == pytest.approx([2.0] * 4)
     # 10 sends x 1 ms + 4 commits x 2 ms
     assert result.elapsed_s == pytest.approx(0.018)
+    assert result.init_s == pytest.approx(0.1)
     assert result.records_per_s == pytest.approx(10 / 0.018)
     assert result.transactions_per_s == pytest.approx(4 / 0.018)
     assert result.mb_per_s == pytest.approx(10 * 50 / 0.018 / 2**20)
@@ -185,7 +191,7 @@ def test_a_full_local_queue_is_served_and_the_record_sent_again(clock: FakeClock
     client = QueueClient(clock)
     result = perf.run_workload(client, "t", num_records=10, record_size=1, records_per_txn=10)
     assert client.sent == result.records == 10  # each record once, none lost to the full queue
-    assert client.calls == ["init", "begin", "queue_full", "queue_full", "commit"]
+    assert client.calls == ["init", "prepare", "begin", "queue_full", "queue_full", "commit"]
 
 
 def test_txn_duration_ends_transactions_by_time(clock: FakeClock) -> None:
