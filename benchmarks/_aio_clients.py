@@ -43,6 +43,9 @@ class OursAio:
     async def init(self) -> None:
         await self.producer.init_transactions()
 
+    async def prepare(self, topic: str) -> None:
+        await self.producer.partitions_for(topic)
+
     async def begin(self) -> None:
         self.producer.begin_transaction()
 
@@ -67,6 +70,9 @@ class ConfluentAio:
 
     async def init(self) -> None:
         await self.producer.init_transactions(BLOCK_TIMEOUT_S)
+
+    async def prepare(self, topic: str) -> None:
+        await self.producer.list_topics(topic, BLOCK_TIMEOUT_S)  # fills librdkafka's metadata cache
 
     async def begin(self) -> None:
         await self.producer.begin_transaction()
@@ -94,6 +100,9 @@ class AioKafka:
     async def init(self) -> None:
         await self.producer.start()  # aiokafka's start() finds the coordinator and inits the producer id
 
+    async def prepare(self, topic: str) -> None:
+        await self.producer.partitions_for(topic)
+
     async def begin(self) -> None:
         await self.producer.begin_transaction()
 
@@ -120,6 +129,7 @@ async def run_async_workload(client: Any, topic: str, num_records: int, record_s
     payload = os.urandom(record_size)
     t0 = time.monotonic()
     await client.init()
+    await client.prepare(topic)  # the topic's metadata, before the clock (perf.TxnClient.prepare)
     init_s = time.monotonic() - t0
     latencies: list[float] = []
     sent = transactions = 0

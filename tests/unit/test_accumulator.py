@@ -402,19 +402,47 @@ def test_a_partition_starts_its_next_batch_at_the_size_its_last_batch_grew_to() 
     assert acc._batches[TP0][0].reserved == 131072 and acc.used_memory == 131072 + 16384
 
 
-def test_a_partition_starts_small_when_the_pool_cannot_spare_its_last_batch_size() -> None:
-    """What a partition's last batch grew to is taken only when it is free now: otherwise the
-    batch starts at 16 KiB, as any other (it never waits for the larger size)."""
-    acc, _, _ = make(batch_size=262_144, buffer_memory=180_000)
+def test_a_partition_starts_small_unless_its_last_batch_size_is_at_most_half_of_what_is_free() -> None:
+    """What a partition's last batch needed is a guess: it is taken only when it leaves at least as
+    much free for the other partitions, and never waited for; otherwise the batch starts at 16 KiB."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=250_000)
     for _ in range(100):
         append(acc, TP0, value=b"x" * 1000, max_block_s=0)
     (batch,) = acc.drain(leader, {1})[1]
     acc.complete(batch, 0, -1)
-    for _ in range(40):  # TP1 grows to 64 KiB: 128 KiB more would pass buffer_memory
+    assert acc._start_reservation[TP0] == 131072
+    for _ in range(40):  # TP1 grows to 64 KiB: about 184 KB stay free, less than twice 128 KiB
         append(acc, TP1, value=b"x" * 1000, max_block_s=0)
     assert acc.used_memory == 65536
     append(acc, TP0, value=b"x" * 1000, max_block_s=0)
     assert acc._batches[TP0][0].reserved == 16384 and acc.used_memory == 65536 + 16384
+
+
+def test_a_partition_starts_small_while_a_send_waits_for_memory() -> None:
+    """A send waiting for memory (here an asyncio producer's, which counts itself and retries)
+    gets the bytes that come free first: no partition starts at its larger size meanwhile."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=1 << 20)
+    for _ in range(100):
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    (batch,) = acc.drain(leader, {1})[1]
+    acc.complete(batch, 0, -1)
+    acc.count_memory_waiter(+1)
+    append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    assert acc._batches[TP0][0].reserved == 16384
+    acc.count_memory_waiter(-1)
+
+
+def test_a_compressed_partition_starts_at_the_size_of_its_records_before_compression() -> None:
+    """Reservations count records before compression (what the batch's buffer holds while it is
+    open): the next batch's start is taken from that, not from the compressed bytes sent."""
+    acc, _, _ = make(batch_size=262_144, buffer_memory=1 << 20, compression_type="gzip")
+    for _ in range(100):
+        append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    (batch,) = acc.drain(leader, {1})[1]
+    assert batch.size < 16384  # 100 KB of one byte compress to almost nothing
+    acc.complete(batch, 0, -1)
+    append(acc, TP0, value=b"x" * 1000, max_block_s=0)
+    assert acc._batches[TP0][0].reserved == 131072
 
 
 def test_many_partitions_hold_an_open_batch_within_buffer_memory() -> None:
@@ -441,8 +469,8 @@ def test_a_batch_that_cannot_grow_is_closed_and_the_next_record_waits_for_memory
     assert batch.record_count == len(futures) and batch.size <= 40_000
     acc.complete(batch, 0, -1)
     assert acc.used_memory == 0 and all(f.get(0).offset == i for i, f in enumerate(futures))
-    append(acc, value=b"x" * 1000, max_block_s=0)  # room again, as much as the last batch reached
-    assert acc.used_memory == 40_000
+    append(acc, value=b"x" * 1000, max_block_s=0)  # room again (the last batch's 40 KB: not half)
+    assert acc.used_memory == 16384
 
 
 def test_a_batch_does_not_grow_for_a_record_it_could_never_take() -> None:

@@ -11,6 +11,7 @@ import collections
 import heapq
 import selectors
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -42,6 +43,7 @@ class Loop:
         self._wakeup_r, self.wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
         self._selector.register(self._wakeup_r, selectors.EVENT_READ, (None, None))
+        self._poll_lock = threading.Lock()
         self.full_polls: list[float] = []
 
     def full_poll(self, timeout_ms: float) -> None:
@@ -135,3 +137,24 @@ def test_a_closed_wakeup_socket_is_left_to_the_loop_to_rebuild(loop: Loop) -> No
     loop.wakeup_w.close()  # recv() now returns b"": kafka-python rebuilds the pair
     lean_poll(loop, 30.0, loop.full_poll)
     assert loop.full_polls == [0.0]
+
+
+def test_the_wait_holds_the_loops_poll_lock_and_leaves_a_concurrent_poll_to_the_loop(loop: Loop) -> None:
+    """kafka-python raises "Concurrent access to net.poll!" when two threads poll; the lean wait
+    holds the same lock, so a second poller still reaches that check instead of a second select."""
+
+    class HeldDuringSelect(RecordingSelector):
+        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+            assert not loop._poll_lock.acquire(blocking=False), "the wait must hold the lock"
+            return super().select(timeout)
+
+    selector = HeldDuringSelect()
+    selector.register(loop._wakeup_r, selectors.EVENT_READ, (None, None))
+    loop._selector.close()
+    loop._selector = selector
+    lean_poll(loop, 0.0, loop.full_poll)
+    assert selector.timeouts == [0.0] and loop._poll_lock.acquire(blocking=False)  # released after
+    # held by another thread: no select of ours, the loop's own poll (which raises) runs instead
+    lean_poll(loop, 2.0, loop.full_poll)
+    assert selector.timeouts == [0.0] and loop.full_polls == [2000.0]
+    loop._poll_lock.release()

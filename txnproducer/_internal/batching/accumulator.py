@@ -139,7 +139,8 @@ class RecordAccumulator:
         # insertion order == creation order, so the oldest batch is always first (expiry is O(1))
         self._incomplete: dict[ProducerBatch, None] = {}
         self._used = 0
-        # per partition: what its last batch grew to (a reservation step), the next one's start
+        # per partition: what its last batch needed (a reservation step), the next one's start
+        # (kept as long as the partition's queue: the accumulator never forgets a partition)
         self._start_reservation: dict[TopicPartition, int] = {}
         self._memory_waiters = 0
         self._blocked_appends = 0  # of those, threads blocked in _wait_for_memory
@@ -243,11 +244,13 @@ class RecordAccumulator:
             last.full = True  # it did not take the record: sendable at once
         # A batch starts with FIRST_RESERVATION (or batch_size when smaller) and grows in
         # _grow(); a record larger than that gets a batch of its own size. A partition whose last
-        # batch grew starts at that size when the pool has it free now and nobody waits for memory:
-        # a steady stream then appends without a growth step (each is a slow-path append).
+        # batch grew starts at that size, so a steady stream appends without growth steps (each a
+        # slow-path append), but only while nobody waits for memory and it takes at most half of
+        # what is free: one partition's guess never leaves the others waiting for their 16 KiB.
         capacity = max(min(self._full_at, FIRST_RESERVATION), total)
         previous = self._start_reservation.get(tp, 0)
-        if previous > capacity and not self._blocked_appends and self._used + previous <= self.buffer_memory:
+        if previous > capacity and not self._memory_waiters \
+                and previous <= (self.buffer_memory - self._used) // 2:
             capacity = previous
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         while self._used + capacity > self.buffer_memory:
@@ -479,12 +482,13 @@ class RecordAccumulator:
                 if first.base_sequence < 0:
                     if pid_epoch is None or pid_epoch.producer_id < 0:
                         continue
+                    if first.builder is not None:  # its records' size before compression
+                        self._start_reservation[tp] = self._reservation_step(first.builder.size())
                     seq = self._tm.sequence_number(tp)
                     first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
                     self._tm.increment_sequence(tp, first.record_count)
                     self._outstanding.setdefault(tp, []).append(first)
                     size = first.size
-                    self._start_reservation[tp] = self._reservation_step(size)
                 dq.popleft()
                 first.in_flight = True
                 first.drained_at = now

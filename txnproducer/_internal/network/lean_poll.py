@@ -14,8 +14,10 @@ What makes handing over after our own ``select`` safe: the selector is level-tri
 poll and select alike), so an event of kafka-python's that we saw and did not consume is reported
 again by the loop's own ``select``, which we then run with a zero timeout.
 
-kafka-python's attributes used (``_ready``, ``_scheduled``, ``_selector``, ``_wakeup_r``) are
-those of ``kafka.net.selector.NetworkSelector`` in the 3.0 series the dependency is pinned to.
+kafka-python's attributes used (``_ready``, ``_scheduled``, ``_selector``, ``_wakeup_r``,
+``_poll_lock``) are those of ``kafka.net.selector.NetworkSelector`` in the 3.0 series the
+dependency is pinned to. The wait holds the loop's own poll lock, so kafka-python's check against
+two threads polling at once still covers it.
 
 Thread rule: the Sender thread only (the one thread that polls).
 """
@@ -49,22 +51,29 @@ def lean_poll(loop: Any, timeout_s: float, full_poll: Callable[[float], None]) -
             return
         if due_in < timeout_s:
             timeout_s = due_in
+    lock = loop._poll_lock
+    if not lock.acquire(blocking=False):
+        full_poll(timeout_s * 1000)  # another thread polls: the loop raises its own error
+        return
     wake = loop._wakeup_r
     theirs = False
-    # the Sender's own connections get their events inside select() (QuietMissSelector)
-    for key, _events in loop._selector.select(timeout_s):
-        if key.fileobj is not wake:
-            theirs = True
-            continue
-        try:
-            drained = wake.recv(1024)
-        except BlockingIOError:
-            continue
-        except OSError:
-            theirs = True  # the loop rebuilds its wake-up socket
-            continue
-        if not drained:
-            theirs = True  # closed: the loop rebuilds it
+    try:
+        # the Sender's own connections get their events inside select() (QuietMissSelector)
+        for key, _events in loop._selector.select(timeout_s):
+            if key.fileobj is not wake:
+                theirs = True
+                continue
+            try:
+                drained = wake.recv(1024)
+            except BlockingIOError:
+                continue
+            except OSError:
+                theirs = True  # the loop rebuilds its wake-up socket
+                continue
+            if not drained:
+                theirs = True  # closed: the loop rebuilds it
+    finally:
+        lock.release()
     scheduled = loop._scheduled
     if theirs or loop._ready or (scheduled and scheduled[0][0] <= time.monotonic()):
         full_poll(0.0)
