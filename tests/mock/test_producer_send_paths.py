@@ -257,16 +257,19 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
             calls.append(frame.f_locals["value"])
 
     with producer.transaction():
+        answers_before = producer._net._metadata_answers
         sys.setprofile(profiler)
         try:
             futures = [producer.send("itself", b"%d" % i) for i in range(1000)]
             futures.append(producer.send("itself", b"explicit", partition=0))
         finally:
             sys.setprofile(None)
+        metadata_answers = producer._net._metadata_answers - answers_before
     assert [f.get(5).offset for f in futures] == list(range(1001))
-    # the first record (metadata, the first batch) and the explicit partition; not the 999 others
-    # (a metadata answer arriving meanwhile would add one: it empties the partition cache)
-    assert calls[0] == b"0" and calls[-1] == b"explicit" and len(calls) <= 4, calls
+    # the first record (metadata, the first batch) and the explicit partition; not the 999 others,
+    # except one for each metadata answer that arrived meanwhile (it empties the partition cache)
+    assert calls[0] == b"0" and calls[-1] == b"explicit", calls
+    assert 2 <= len(calls) <= 2 + metadata_answers, (calls, metadata_answers)
 
 
 @compiled_only
@@ -301,7 +304,8 @@ def test_a_subclass_or_a_patched_class_keeps_its_send(mock_cluster: MockCluster,
             producer.init_transactions()
             with producer.transaction():
                 futures = [producer.send("traced", b"%d" % i) for i in range(5)]
-            assert [f.get(5).offset >= 0 for f in futures] == [True] * 5
+            offsets = [f.get(5).offset for f in futures]
+            assert offsets == list(range(offsets[0], offsets[0] + 5))  # all stored, in order
             assert seen == [b"%d" % i for i in range(5)]
         finally:
             producer.close(5)
