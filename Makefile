@@ -33,19 +33,21 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c setup.py | $(VENV)
 
 # The suite runs twice: all of it on the compiled path, then the producer, batching and codec tests on
 # the pure-Python reference path (the record encoders' property tests cover both in either run).
-# The cluster tier (marker spark_cluster: a Spark standalone cluster, about 2 minutes and 3 GiB) runs
-# on its own, once, on MockCluster; its Spark Connect and real-broker scenarios run with
-# `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (README "Real-broker tests").
-CLUSTER_TESTS := tests/cluster/test_spark_cluster.py
+# Both runs are parallel (pytest-xdist): the tests mostly wait on sockets and subprocesses, so
+# WORKERS=4 on two CPUs pays; a module's tests share a worker (--dist loadscope), and the slow
+# modules start first (tests/conftest.py). The Spark cluster tier (marker spark_cluster: a standalone
+# cluster, about 2 minutes and 3 GiB) runs its MockCluster scenario in the first run; its real-broker
+# scenario runs with `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (README "Real-broker tests").
+WORKERS ?= 4
+PARALLEL := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
 	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
 	tests/mock/test_producer_send_paths.py
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
-	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q -m "not spark_cluster"
-	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_TESTS)
-	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q -m spark_cluster $(CLUSTER_TESTS)
+	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "not (spark_cluster and broker)"
+	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PARALLEL) $(PURE_TESTS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

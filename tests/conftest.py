@@ -1,8 +1,14 @@
-"""Suite-wide hygiene, and the one fixture two tiers share.
+"""Suite-wide hygiene, the order of a parallel run, and the one fixture two tiers share.
 
 Some code under test (the CLI, ``txnproducer perf``) configures process-global logging as an
 application would; resetting structlog after each test keeps one test's configuration from
 changing what another test's log capture sees.
+
+``make test`` runs the suite in parallel (pytest-xdist, ``--dist loadscope``: a module's tests, or a
+class's, go to one worker together, so a module fixture is built once). The scheduler hands the
+modules out in collection order, so tests marked ``slow`` (a minute or more of Spark or chaos each)
+are moved to the front: each of their modules starts at once on a worker of its own instead of
+ending the run alone.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from typing import Any
 
 import pytest
 import structlog
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests._support.spark_runner import kill_session
+from tests._support.spark_runner import TEST_JVM_OPTIONS, kill_session
 
 __all__ = ["StandaloneCluster", "spark_home"]
 
@@ -62,7 +62,7 @@ class StandaloneCluster:
     def _env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         env.update(SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="256m",
-                   SPARK_NO_DAEMONIZE="1", **extra)
+                   SPARK_NO_DAEMONIZE="1", JAVA_TOOL_OPTIONS=TEST_JVM_OPTIONS, **extra)
         return env
 
     def _start(self, name: str, args: list[str], env: dict[str, str], cwd: Path) -> None:

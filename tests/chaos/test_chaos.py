@@ -19,6 +19,7 @@ from tests.chaos.run import ChaosSettings, run_chaos
 SETTINGS = ChaosSettings.from_env()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(SETTINGS.max_seconds + 240)
 def test_chaos_run_has_no_anomaly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plant = os.environ.get("CHAOS_PLANT")

@@ -28,6 +28,7 @@ FLAGGED = {
 ATTEMPTS = 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_the_checker_flags_a_planted_bug(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bug = PLANTED[name]

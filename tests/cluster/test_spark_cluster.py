@@ -20,7 +20,7 @@ from tests._support.spark_runner import SparkApp
 from tests._support.spark_standalone import StandaloneCluster
 from txnproducer.testing import MockCluster
 
-pytestmark = [pytest.mark.spark_cluster, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.spark_cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 APP = Path(__file__).resolve().parents[1] / "spark" / "spark_app.py"
 
