@@ -39,7 +39,7 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 CLUSTER_TESTS := tests/cluster/test_spark_cluster.py
 PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
 	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
-	tests/mock/test_producer_send_paths.py
+	tests/mock/test_producer_send_paths.py tests/mock/test_consumer.py
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"

@@ -61,7 +61,9 @@ class Membership(Protocol):
         """Run due group work on the polling thread; may call the consumer's ``on_revoke`` /
         ``on_assign`` before returning (``deadline``: ``time.monotonic()`` bound)."""
 
-    def fetch_committed(self, partitions: list[TopicPartition], timeout: float) -> Mapping[TopicPartition, Any]:
+    def fetch_committed(
+        self, partitions: list[TopicPartition], timeout: float
+    ) -> Mapping[TopicPartition, Any]:
         """The group's committed offsets (OffsetFetch with require_stable)."""
 
     def group_metadata(self) -> Any:
@@ -93,8 +95,13 @@ class TransactionalConsumer:
     :class:`~txnproducer.ConfigError` naming the key.
     """
 
-    def __init__(self, config: ConsumerConfig | None = None, *,
-                 committed_offsets: CommittedOffsets | None = None, **settings: Any) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig | None = None,
+        *,
+        committed_offsets: CommittedOffsets | None = None,
+        **settings: Any,
+    ) -> None:
         if config is None:
             config = ConsumerConfig.from_mapping(settings)
         elif settings:
@@ -244,8 +251,11 @@ class TransactionalConsumer:
         if strategy == "none":
             tp = state.tp
             state.error = errors.OffsetOutOfRangeError(
-                f"{tp.topic}-{tp.partition} has no committed offset and auto_offset_reset is 'none': seek() it "
-                "(or seek_to_beginning / seek_to_end) and poll again", offsets={tp: -1})
+                f"{tp.topic}-{tp.partition} has no committed offset and auto_offset_reset is "
+                f"'none': seek() it "
+                "(or seek_to_beginning / seek_to_end) and poll again",
+                offsets={tp: -1},
+            )
             state.state = FetchState.AWAIT_RESET
             return
         state.request_reset(strategy)
@@ -266,7 +276,8 @@ class TransactionalConsumer:
             if remaining <= 0:
                 raise errors.TimeoutError(
                     f"the position of {state.tp.topic}-{state.tp.partition} was not found within {bound} s "
-                    "(timeout or default_api_timeout_ms)")
+                    "(timeout or default_api_timeout_ms)"
+                )
             self._net.poll(min(remaining, _IDLE_WAIT_S))
             if self._net.auth_error is not None:
                 raise self._net.auth_error
@@ -299,8 +310,9 @@ class TransactionalConsumer:
         for state in states:
             state.request_reset(strategy)
 
-    def seek_to_committed(self, partitions: Iterable[TopicPartition] | None = None,
-                          timeout: float | None = None) -> None:
+    def seek_to_committed(
+        self, partitions: Iterable[TopicPartition] | None = None, timeout: float | None = None
+    ) -> None:
         """Rewind ``partitions`` (default: all assigned) to their committed offsets - what an
         exactly-once loop does after aborting a transaction; a partition without one follows
         ``auto_offset_reset``. Needs a group member or the ``committed_offsets`` callable."""
@@ -308,7 +320,8 @@ class TransactionalConsumer:
         if self._membership is None and self._committed_offsets is None:
             raise errors.IllegalStateError(
                 "seek_to_committed() needs committed offsets: a consumer group member, or the "
-                "committed_offsets callable given to TransactionalConsumer(...)")
+                "committed_offsets callable given to TransactionalConsumer(...)"
+            )
         states = self._states(partitions, "seek_to_committed")
         bound = self._default_s if timeout is None else timeout
         committed = self._committed([s.tp for s in states], bound)
@@ -369,17 +382,26 @@ class TransactionalConsumer:
     def _tp(partition: Any) -> TopicPartition:
         if isinstance(partition, TopicPartition):
             return partition
-        if isinstance(partition, tuple) and len(partition) == 2 and isinstance(partition[0], str) \
-                and isinstance(partition[1], int) and partition[1] >= 0:
+        if (
+            isinstance(partition, tuple)
+            and len(partition) == 2
+            and isinstance(partition[0], str)
+            and isinstance(partition[1], int)
+            and partition[1] >= 0
+        ):
             return TopicPartition(partition[0], partition[1])
-        raise errors.ConfigError(f"a partition must be a TopicPartition or (topic, partition), got {partition!r}")
+        raise errors.ConfigError(
+            f"a partition must be a TopicPartition or (topic, partition), got {partition!r}"
+        )
 
     def _state(self, partition: Any, call: str) -> PartitionState:
         tp = self._tp(partition)
         state = self._assignment.get(tp)
         if state is None:
             raise errors.IllegalStateError(
-                f"{call}() of {tp.topic}-{tp.partition}, which is not assigned to this consumer; assign() it first")
+                f"{call}() of {tp.topic}-{tp.partition}, which is not assigned to this consumer; "
+                "assign() it first"
+            )
         return state
 
     def _states(self, partitions: Iterable[TopicPartition] | None, call: str) -> list[PartitionState]:
@@ -394,5 +416,7 @@ class TransactionalConsumer:
         self._net.maintain()
 
     def __repr__(self) -> str:
-        return (f"TransactionalConsumer(client_id={self._config.effective_client_id!r}, "
-                f"partitions={len(self._assignment)}, closed={self._closed})")
+        return (
+            f"TransactionalConsumer(client_id={self._config.effective_client_id!r}, "
+            f"partitions={len(self._assignment)}, closed={self._closed})"
+        )

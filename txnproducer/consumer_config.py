@@ -44,11 +44,17 @@ AUTO_OFFSET_RESET = ("earliest", "latest", "none")
 Deserializer = Callable[[bytes], Any]
 
 
-def _producers(name: str) -> Any:
+def _producers(name: str) -> dict[str, Any]:
     """The producer's field ``name`` (validator, converter, default, docs), for a consumer field."""
     a = attrs.fields_dict(ProducerConfig)[name]
-    return attrs.field(default=a.default, validator=a.validator, converter=a.converter, repr=a.repr, eq=a.eq,
-                       metadata=a.metadata)
+    return dict(
+        default=a.default,
+        validator=a.validator,
+        converter=a.converter,
+        repr=a.repr,
+        eq=a.eq,
+        metadata=a.metadata,
+    )
 
 
 def _isolation_level(value: Any) -> str:
@@ -56,7 +62,8 @@ def _isolation_level(value: Any) -> str:
     if lowered != "read_committed":
         raise ConfigError(
             f"isolation_level must be 'read_committed', got {value!r}: an exactly-once pipeline must not "
-            "read records of transactions that may still abort")
+            "read records of transactions that may still abort"
+        )
     return "read_committed"
 
 
@@ -64,7 +71,8 @@ def _auto_commit(_inst: Any, _attr: attrs.Attribute[bool], value: bool) -> None:
     if value is not False:
         raise ConfigError(
             f"enable_auto_commit must be False, got {value!r}: the consumed offsets are committed inside the "
-            "transaction (TransactionalProducer.send_offsets_to_transaction), never by the consumer")
+            "transaction (TransactionalProducer.send_offsets_to_transaction), never by the consumer"
+        )
 
 
 def _reset(value: Any) -> str:
@@ -82,7 +90,7 @@ class ConsumerConfig:
     key                                        default             meaning
     =========================================  ==================  ==========================================
     ``bootstrap_servers``                      ``localhost:9092``  brokers to learn the cluster from
-    ``client_id``                              ``None``            name in broker logs; None: ``consumer-<group_id>``
+    ``client_id``                              ``None``            name in broker logs (consumer-<group>)
     ``group_id``                               ``None``            the consumer group (committed offsets)
     ``isolation_level``                        ``read_committed``  only ``read_committed``
     ``enable_auto_commit``                     ``False``           only ``False``
@@ -100,78 +108,112 @@ class ConsumerConfig:
     =========================================  ==================  ==========================================
     """
 
-    bootstrap_servers: list[str] = _producers("bootstrap_servers")
+    bootstrap_servers: list[str] = attrs.field(**_producers("bootstrap_servers"))
     client_id: str | None = attrs.field(
-        default=None, validator=optional_str,
-        metadata=doc("Client name sent to brokers (logs, quotas). None: consumer-<group_id>."))
+        default=None,
+        validator=optional_str,
+        metadata=doc("Client name sent to brokers (logs, quotas). None: consumer-<group_id>."),
+    )
     group_id: str | None = attrs.field(
-        default=None, validator=optional_str,
-        metadata=doc("The consumer group whose committed offsets positions start from (and, with a group "
-                      "member, whose membership the consumer takes part in)."))
+        default=None,
+        validator=optional_str,
+        metadata=doc(
+            "The consumer group whose committed offsets positions start from (and, with a group "
+            "member, whose membership the consumer takes part in)."
+        ),
+    )
     isolation_level: str = attrs.field(
-        default="read_committed", converter=_isolation_level,
-        metadata=doc("Only read_committed: records of aborted transactions are never returned."))
+        default="read_committed",
+        converter=_isolation_level,
+        metadata=doc("Only read_committed: records of aborted transactions are never returned."),
+    )
     enable_auto_commit: bool = attrs.field(
-        default=False, validator=_auto_commit,
-        metadata=doc("Only False: offsets are committed in the producer's transaction."))
+        default=False,
+        validator=_auto_commit,
+        metadata=doc("Only False: offsets are committed in the producer's transaction."),
+    )
     auto_offset_reset: str = attrs.field(
-        default="latest", converter=_reset,
-        metadata=doc("Where a partition without a valid position starts: earliest, latest, or none (poll "
-                     "raises OffsetOutOfRangeError)."))
+        default="latest",
+        converter=_reset,
+        metadata=doc(
+            "Where a partition without a valid position starts: earliest, latest, or none (poll "
+            "raises OffsetOutOfRangeError)."
+        ),
+    )
     fetch_min_bytes: int = attrs.field(
-        default=1, validator=int_range(0),
-        metadata=doc("Bytes a broker waits to gather before answering a fetch (up to fetch_max_wait_ms)."))
+        default=1,
+        validator=int_range(0),
+        metadata=doc("Bytes a broker waits to gather before answering a fetch (up to fetch_max_wait_ms)."),
+    )
     fetch_max_bytes: int = attrs.field(
-        default=52_428_800, validator=int_range(1),
-        metadata=doc("Bytes a fetch answer may hold (the first batch always comes whole, KIP-74)."))
+        default=52_428_800,
+        validator=int_range(1),
+        metadata=doc("Bytes a fetch answer may hold (the first batch always comes whole, KIP-74)."),
+    )
     fetch_max_wait_ms: int = attrs.field(
-        default=500, validator=int_range(0),
-        metadata=doc("Longest a broker holds a fetch waiting for fetch_min_bytes."))
+        default=500,
+        validator=int_range(0),
+        metadata=doc("Longest a broker holds a fetch waiting for fetch_min_bytes."),
+    )
     max_partition_fetch_bytes: int = attrs.field(
-        default=1_048_576, validator=int_range(1),
-        metadata=doc("Bytes per partition per fetch (the first batch always comes whole)."))
+        default=1_048_576,
+        validator=int_range(1),
+        metadata=doc("Bytes per partition per fetch (the first batch always comes whole)."),
+    )
     max_poll_records: int = attrs.field(
-        default=500, validator=int_range(1),
-        metadata=doc("Records poll() returns at most (poll_batch's default too)."))
-    request_timeout_ms: int = _producers("request_timeout_ms")
+        default=500,
+        validator=int_range(1),
+        metadata=doc("Records poll() returns at most (poll_batch's default too)."),
+    )
+    request_timeout_ms: int = attrs.field(**_producers("request_timeout_ms"))
     default_api_timeout_ms: int = attrs.field(
-        default=60_000, validator=int_range(0),
-        metadata=doc("Bound of the calls that take no timeout (position, seek_to_committed, close)."))
-    retry_backoff_ms: int = _producers("retry_backoff_ms")
-    retry_backoff_max_ms: int = _producers("retry_backoff_max_ms")
-    metadata_max_age_ms: int = _producers("metadata_max_age_ms")
-    reconnect_backoff_ms: int = _producers("reconnect_backoff_ms")
-    reconnect_backoff_max_ms: int = _producers("reconnect_backoff_max_ms")
-    socket_connection_setup_timeout_ms: int = _producers("socket_connection_setup_timeout_ms")
+        default=60_000,
+        validator=int_range(0),
+        metadata=doc("Bound of the calls that take no timeout (position, seek_to_committed, close)."),
+    )
+    retry_backoff_ms: int = attrs.field(**_producers("retry_backoff_ms"))
+    retry_backoff_max_ms: int = attrs.field(**_producers("retry_backoff_max_ms"))
+    metadata_max_age_ms: int = attrs.field(**_producers("metadata_max_age_ms"))
+    reconnect_backoff_ms: int = attrs.field(**_producers("reconnect_backoff_ms"))
+    reconnect_backoff_max_ms: int = attrs.field(**_producers("reconnect_backoff_max_ms"))
+    socket_connection_setup_timeout_ms: int = attrs.field(**_producers("socket_connection_setup_timeout_ms"))
     key_deserializer: Deserializer | None = attrs.field(
-        default=None, validator=optional_callable,
-        metadata=doc("Turns key bytes into a value (per record: the slow path); None: bytes."))
+        default=None,
+        validator=optional_callable,
+        metadata=doc("Turns key bytes into a value (per record: the slow path); None: bytes."),
+    )
     value_deserializer: Deserializer | None = attrs.field(
-        default=None, validator=optional_callable,
-        metadata=doc("Turns value bytes into a value (per record: the slow path); None: bytes."))
-    security_protocol: str = _producers("security_protocol")
-    sasl_mechanism: str | None = _producers("sasl_mechanism")
-    sasl_plain_username: str | None = _producers("sasl_plain_username")
-    sasl_plain_password: str | None = _producers("sasl_plain_password")
-    sasl_oauth_token_provider: Any = _producers("sasl_oauth_token_provider")
-    sasl_kerberos_service_name: str = _producers("sasl_kerberos_service_name")
-    sasl_kerberos_domain_name: str | None = _producers("sasl_kerberos_domain_name")
-    ssl_cafile: str | None = _producers("ssl_cafile")
-    ssl_certfile: str | None = _producers("ssl_certfile")
-    ssl_keyfile: str | None = _producers("ssl_keyfile")
-    ssl_password: str | None = _producers("ssl_password")
-    ssl_crlfile: str | None = _producers("ssl_crlfile")
-    ssl_ciphers: str | None = _producers("ssl_ciphers")
-    ssl_context: Any = _producers("ssl_context")
-    ssl_check_hostname: bool = _producers("ssl_check_hostname")
+        default=None,
+        validator=optional_callable,
+        metadata=doc("Turns value bytes into a value (per record: the slow path); None: bytes."),
+    )
+    security_protocol: str = attrs.field(**_producers("security_protocol"))
+    sasl_mechanism: str | None = attrs.field(**_producers("sasl_mechanism"))
+    sasl_plain_username: str | None = attrs.field(**_producers("sasl_plain_username"))
+    sasl_plain_password: str | None = attrs.field(**_producers("sasl_plain_password"))
+    sasl_oauth_token_provider: Any = attrs.field(**_producers("sasl_oauth_token_provider"))
+    sasl_kerberos_service_name: str = attrs.field(**_producers("sasl_kerberos_service_name"))
+    sasl_kerberos_domain_name: str | None = attrs.field(**_producers("sasl_kerberos_domain_name"))
+    ssl_cafile: str | None = attrs.field(**_producers("ssl_cafile"))
+    ssl_certfile: str | None = attrs.field(**_producers("ssl_certfile"))
+    ssl_keyfile: str | None = attrs.field(**_producers("ssl_keyfile"))
+    ssl_password: str | None = attrs.field(**_producers("ssl_password"))
+    ssl_crlfile: str | None = attrs.field(**_producers("ssl_crlfile"))
+    ssl_ciphers: str | None = attrs.field(**_producers("ssl_ciphers"))
+    ssl_context: Any = attrs.field(**_producers("ssl_context"))
+    ssl_check_hostname: bool = attrs.field(**_producers("ssl_check_hostname"))
 
     def __attrs_post_init__(self) -> None:
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
-            raise ConfigError(f"retry_backoff_max_ms must be >= retry_backoff_ms ({self.retry_backoff_ms}), "
-                              f"got {self.retry_backoff_max_ms}")
+            raise ConfigError(
+                f"retry_backoff_max_ms must be >= retry_backoff_ms ({self.retry_backoff_ms}), "
+                f"got {self.retry_backoff_max_ms}"
+            )
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
-            raise ConfigError(f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms "
-                              f"({self.reconnect_backoff_ms}), got {self.reconnect_backoff_max_ms}")
+            raise ConfigError(
+                f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms "
+                f"({self.reconnect_backoff_ms}), got {self.reconnect_backoff_max_ms}"
+            )
         check_sasl(self, SASL_MECHANISMS)
         check_security(self)
 
@@ -198,7 +240,9 @@ class ConsumerConfig:
     def from_mapping(cls, mapping: Mapping[str, Any]) -> ConsumerConfig:
         """Build from a dict of Python (``max_poll_records``) and/or Java (``max.poll.records``) names;
         text values (a ``.properties`` file) are converted as the producer's are."""
-        return cls(**{key: coerce_text(cls, key, value) for key, value in cls.normalize_keys(mapping).items()})
+        return cls(
+            **{key: coerce_text(cls, key, value) for key, value in cls.normalize_keys(mapping).items()}
+        )
 
     # --- views for the layers below -----------------------------------------------------------------
 

@@ -41,8 +41,10 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.oauth", ("txnproducer.errors",)),
     ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks",
                             "txnproducer._internal.config_names")),
-    ("txnproducer.consumer_config", ("txnproducer.errors", "txnproducer.config",
-                                     "txnproducer._internal.config_checks", "txnproducer._internal.config_names")),
+    ("txnproducer.consumer_config", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.config_checks",
+        "txnproducer._internal.config_names",
+    )),
     ("txnproducer._internal.network", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",
         "txnproducer._internal.log", "txnproducer._internal.listeners",

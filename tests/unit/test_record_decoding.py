@@ -26,22 +26,30 @@ from txnproducer._internal.accel import DECODE
 from txnproducer._internal.fetch.decoder import Decoded, columns_from_records, decode_partition
 from txnproducer.testing.partition_log import PartitionLog, parse_batches
 
-CODECS = [0, 1] + [c for c, ok in ((2, codecs.has_snappy()), (3, codecs.has_lz4()), (4, codecs.has_zstd()))
-                   if ok]
+CODECS = [0, 1] + [
+    c for c, ok in ((2, codecs.has_snappy()), (3, codecs.has_lz4()), (4, codecs.has_zstd())) if ok
+]
 IMPLEMENTATIONS = [False] + ([True] if DECODE is not None else [])
 
 _value = st.one_of(st.none(), st.just(b""), st.binary(max_size=60))
 _headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=12))), max_size=2)
 _records = st.lists(st.tuples(_value, _value, _headers), min_size=1, max_size=6)
 # (producer index, action, records, codec): action "send", "commit" or "abort"
-_op = st.tuples(st.integers(0, 3), st.sampled_from(["send", "send", "commit", "abort"]), _records,
-                st.sampled_from(CODECS))
+_op = st.tuples(
+    st.integers(0, 3), st.sampled_from(["send", "send", "commit", "abort"]), _records, st.sampled_from(CODECS)
+)
 
 
-def _batch(records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]], codec: int,
-           pid: int = -1, epoch: int = -1, seq: int = -1, transactional: bool = False,
-           ts: int = 1_700_000_000_000,
-           log_append: bool = False) -> bytes:
+def _batch(
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    codec: int,
+    pid: int = -1,
+    epoch: int = -1,
+    seq: int = -1,
+    transactional: bool = False,
+    ts: int = 1_700_000_000_000,
+    log_append: bool = False,
+) -> bytes:
     builder = DefaultRecordBatchBuilder(2, codec, transactional, pid, epoch, seq, 2**31 - 1)
     for i, (key, value, headers) in enumerate(records):
         builder.append(i, ts + i, key, value, headers)
@@ -88,15 +96,22 @@ class Log:
 
     def read(self, start: int, max_bytes: int) -> tuple[bytes, list[tuple[int, int]]]:
         data, end = self.log.read(start, max_bytes, self.lso(), min_one=True)
-        aborted = ([(a.producer_id, a.first_offset) for a in self.log.aborted_transactions(start, end)]
-                   if data else [])
+        aborted = (
+            [(a.producer_id, a.first_offset) for a in self.log.aborted_transactions(start, end)]
+            if data
+            else []
+        )
         return data, aborted
 
 
 def _same(a: Decoded, b: Decoded) -> None:
     """Both decoders gave the same records (as records or as columns) and the same position."""
-    assert (a.next_offset, a.last_epoch, a.error_offset, a.error_reason is None) == \
-        (b.next_offset, b.last_epoch, b.error_offset, b.error_reason is None)
+    assert (a.next_offset, a.last_epoch, a.error_offset, a.error_reason is None) == (
+        b.next_offset,
+        b.last_epoch,
+        b.error_offset,
+        b.error_reason is None,
+    )
     ra = a.records if isinstance(a.records, list) else a.records.records()
     rb = b.records if isinstance(b.records, list) else b.records.records()
     assert ra == rb
@@ -104,8 +119,9 @@ def _same(a: Decoded, b: Decoded) -> None:
 
 def _decode_all(data: Any, offset: int, aborted: Any, *, columns: bool = False) -> Decoded:
     """Every implementation's answer, checked equal; the reference's is returned."""
-    results = [decode_partition(data, offset, aborted, "t", 0, columns=columns, compiled=c)
-               for c in IMPLEMENTATIONS]
+    results = [
+        decode_partition(data, offset, aborted, "t", 0, columns=columns, compiled=c) for c in IMPLEMENTATIONS
+    ]
     for other in results[1:]:
         _same(results[0], other)
     return results[0]
@@ -126,10 +142,15 @@ def _read_committed(log: Log, max_bytes: int, columns: bool) -> list[Any]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(_op, min_size=1, max_size=25), max_bytes=st.sampled_from([1, 300, 1 << 20]),
-       columns=st.booleans(), end_all=st.booleans())
-def test_interleaved_transactions_of_several_producers(ops: list[Any], max_bytes: int, columns: bool,
-                                                       end_all: bool) -> None:
+@given(
+    ops=st.lists(_op, min_size=1, max_size=25),
+    max_bytes=st.sampled_from([1, 300, 1 << 20]),
+    columns=st.booleans(),
+    end_all=st.booleans(),
+)
+def test_interleaved_transactions_of_several_producers(
+    ops: list[Any], max_bytes: int, columns: bool, end_all: bool
+) -> None:
     log = Log()
     for index, action, records, codec in ops:
         pid = 1000 + index
@@ -142,8 +163,9 @@ def test_interleaved_transactions_of_several_producers(ops: list[Any], max_bytes
             log.end(1000 + index, commit=index % 2 == 0)
     got = _read_committed(log, max_bytes, columns)
     want = sorted((o, r) for o, r in log.expected.items() if o < log.lso())
-    assert [(r.offset, (r.key, r.value, list(r.headers))) for r in got] == \
-        [(o, (k, v, list(h))) for o, (k, v, h) in want], "0 aborted records returned, 0 committed missing"
+    assert [(r.offset, (r.key, r.value, list(r.headers))) for r in got] == [
+        (o, (k, v, list(h))) for o, (k, v, h) in want
+    ], "0 aborted records returned, 0 committed missing"
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -204,11 +226,16 @@ def _with_valid_crc(header_fields: tuple[Any, ...], body: bytes) -> bytes:
 
 
 @settings(max_examples=300, deadline=None)
-@given(body=st.binary(max_size=80), count=st.integers(-2, 5),
-       attributes=st.sampled_from([0, 0x10, 0x30, 0x20]),
-       pid=st.sampled_from([-1, 7]), columns=st.booleans())
-def test_garbage_under_a_valid_crc_is_reported_the_same_by_both(body: bytes, count: int, attributes: int,
-                                                                  pid: int, columns: bool) -> None:
+@given(
+    body=st.binary(max_size=80),
+    count=st.integers(-2, 5),
+    attributes=st.sampled_from([0, 0x10, 0x30, 0x20]),
+    pid=st.sampled_from([-1, 7]),
+    columns=st.booleans(),
+)
+def test_garbage_under_a_valid_crc_is_reported_the_same_by_both(
+    body: bytes, count: int, attributes: int, pid: int, columns: bool
+) -> None:
     data = _with_valid_crc((0, 0, 3, 2, 0, attributes, max(count - 1, 0), 10, 10, pid, 0, 0, count), body)
     _decode_all(data, 0, [(7, 0)], columns=columns)
 

@@ -440,6 +440,15 @@ class MockCluster:
             log.set_leader(new_leader, log.leader_epoch + 1)
             self.state.notify_all()
 
+    def corrupt_batch(self, topic: str, partition: int, offset: int) -> int:
+        """Damage the stored batch holding ``offset`` (one flipped bit: its CRC-32C no longer matches), as
+        a disk fault would; Fetch returns it as stored. Returns the batch's base offset."""
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            return log.corrupt(offset)
+
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Delete the partition's records below ``before_offset`` (as retention or DeleteRecords
         would): the log start moves there and producers whose batches all went lose their state."""

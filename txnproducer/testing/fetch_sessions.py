@@ -76,8 +76,14 @@ class FetchSessions:
         self._sessions: dict[tuple[int, int], _Session] = {}
         self._ids = itertools.count(1)
 
-    def begin(self, broker_id: int, session_id: int, epoch: int, requested: Iterable[SessionPartition],
-              forgotten: Iterable[tuple[Any, int]]) -> SessionStep:
+    def begin(
+        self,
+        broker_id: int,
+        session_id: int,
+        epoch: int,
+        requested: Iterable[SessionPartition],
+        forgotten: Iterable[tuple[Any, int]],
+    ) -> SessionStep:
         """Apply a request's session fields; see the module docstring."""
         requested = list(requested)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):

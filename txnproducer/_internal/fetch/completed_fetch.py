@@ -33,10 +33,25 @@ __all__ = ["CompletedFetch"]
 class CompletedFetch:
     """See the module docstring."""
 
-    __slots__ = ("_decoded", "_index", "_records", "aborted", "fetch_offset", "high_watermark", "started", "tp")
+    __slots__ = (
+        "_decoded",
+        "_index",
+        "_records",
+        "aborted",
+        "fetch_offset",
+        "high_watermark",
+        "started",
+        "tp",
+    )
 
-    def __init__(self, tp: TopicPartition, fetch_offset: int, records: Any, aborted: list[tuple[int, int]] | None,
-                 high_watermark: int) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        records: Any,
+        aborted: list[tuple[int, int]] | None,
+        high_watermark: int,
+    ) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset  # the position the fetch was sent from
         self._records: Any = records
@@ -49,13 +64,21 @@ class CompletedFetch:
     def _decode(self, columns: bool) -> Decoded:
         decoded = self._decoded
         if decoded is None:
-            decoded = decode_partition(self._records, self.fetch_offset, self.aborted, self.tp.topic,
-                                       self.tp.partition, columns=columns)
+            decoded = decode_partition(
+                self._records,
+                self.fetch_offset,
+                self.aborted,
+                self.tp.topic,
+                self.tp.partition,
+                columns=columns,
+            )
             self._decoded = decoded
             self._records = None  # the frame may go
         return decoded
 
-    def take(self, state: PartitionState, max_records: int, columns: bool) -> list[ConsumerRecord] | PartitionBatch:
+    def take(
+        self, state: PartitionState, max_records: int, columns: bool
+    ) -> list[ConsumerRecord] | PartitionBatch:
         """Up to ``max_records`` records, as objects or as columns, and move ``state``'s position.
         Raises :class:`CorruptRecordError` once the readable records are handed out."""
         decoded = self._decode(columns)
@@ -81,11 +104,11 @@ class CompletedFetch:
                 last_offset, last_epoch = out[-1].offset, out[-1].leader_epoch
             state.advance(last_offset + 1, last_epoch)
         if stop == count:
-            if decoded.error_offset >= 0:
-                if stop == start:
-                    raise self.error(state)
-            else:
-                state.advance(max(decoded.next_offset, state.position or 0), decoded.last_epoch)
+            # past the control batches and aborted data after the last record (and, before a batch
+            # that cannot be read, up to that batch: where the error says the position stays)
+            state.advance(max(decoded.next_offset, state.position or 0), decoded.last_epoch)
+            if decoded.error_offset >= 0 and stop == start:
+                raise self.error(state)
         return out
 
     def error(self, state: PartitionState) -> CorruptRecordError:
@@ -96,8 +119,11 @@ class CompletedFetch:
             f"the record batch of {tp.topic}-{tp.partition} at offset {decoded.error_offset} cannot be read: "
             f"{decoded.error_reason}. The records before it were returned; the position stays at "
             f"{state.position} and every poll() raises this until you seek: seek past the batch to skip "
-            "its records knowingly, or stop the consumer", topic=tp.topic, partition=tp.partition,
-            offset=decoded.error_offset)
+            "its records knowingly, or stop the consumer",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=decoded.error_offset,
+        )
         state.error = error
         return error
 

@@ -51,8 +51,12 @@ _LOG_APPEND_TIME = 0x08
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 _ABORT = 0
-_CODECS = {1: ("gzip", "gzip_decode", ""), 2: ("snappy", "snappy_decode", "python-snappy"),
-           3: ("lz4", "lz4_decode", "lz4"), 4: ("zstd", "zstd_decode", "zstandard")}
+_CODECS = {
+    1: ("gzip", "gzip_decode", ""),
+    2: ("snappy", "snappy_decode", "python-snappy"),
+    3: ("lz4", "lz4_decode", "lz4"),
+    4: ("zstd", "zstd_decode", "zstandard"),
+}
 _new_record = tuple.__new__
 
 
@@ -69,8 +73,10 @@ def decompress(codec: int, data: bytes) -> bytes:
     decode = getattr(codecs, function, None)
     available = getattr(codecs, f"has_{name}", lambda: False)()
     if decode is None or not available:
-        raise ValueError(f"the batch is compressed with {name}, whose codec is not installed "
-                         f"(pip install {package}); nothing of it was read")
+        raise ValueError(
+            f"the batch is compressed with {name}, whose codec is not installed "
+            f"(pip install {package}); nothing of it was read"
+        )
     return bytes(decode(data))
 
 
@@ -109,19 +115,31 @@ class _Columns:
         self.value_lengths = array("i")
         self.headers: list[Headers] | None = None
 
-    def add(self, offset: int, timestamp: int, ttype: int, epoch: int, body: Any, key_at: int, key_len: int,
-            value_at: int, value_len: int, headers: Headers) -> None:
+    def add(
+        self,
+        offset: int,
+        timestamp: int,
+        ttype: int,
+        epoch: int,
+        body: Any,
+        key_at: int,
+        key_len: int,
+        value_at: int,
+        value_len: int,
+        headers: Headers,
+    ) -> None:
         self.offsets.append(offset)
         self.timestamps.append(timestamp)
         self.types.append(ttype)
         self.epochs.append(epoch)
-        for buf, starts, lengths, at, n in ((self.keys, self.key_starts, self.key_lengths, key_at, key_len),
-                                            (self.values, self.value_starts, self.value_lengths, value_at,
-                                             value_len)):
+        for buf, starts, lengths, at, n in (
+            (self.keys, self.key_starts, self.key_lengths, key_at, key_len),
+            (self.values, self.value_starts, self.value_lengths, value_at, value_len),
+        ):
             starts.append(len(buf))
             lengths.append(n)
             if n > 0:
-                buf += body[at:at + n]
+                buf += body[at : at + n]
         if headers:
             if self.headers is None:
                 self.headers = [NO_HEADERS] * (len(self.offsets) - 1)
@@ -130,12 +148,35 @@ class _Columns:
             self.headers.append(NO_HEADERS)
 
     def raw(self) -> tuple[Any, ...]:
-        return (self.offsets, self.timestamps, self.types, self.epochs, self.keys, self.key_starts,
-                self.key_lengths, self.values, self.value_starts, self.value_lengths, self.headers)
+        return (
+            self.offsets,
+            self.timestamps,
+            self.types,
+            self.epochs,
+            self.keys,
+            self.key_starts,
+            self.key_lengths,
+            self.values,
+            self.value_starts,
+            self.value_lengths,
+            self.headers,
+        )
 
 
-def _records(body: Any, count: int, base_offset: int, first_ts: int, max_ts: int, log_append: bool,
-             epoch: int, fetch_offset: int, topic: str, partition: int, out: Any, columns: bool) -> None:
+def _records(
+    body: Any,
+    count: int,
+    base_offset: int,
+    first_ts: int,
+    max_ts: int,
+    log_append: bool,
+    epoch: int,
+    fetch_offset: int,
+    topic: str,
+    partition: int,
+    out: Any,
+    columns: bool,
+) -> None:
     """Decode ``count`` records of ``body`` (a batch's records, uncompressed) into ``out``."""
     pos = 0
     end = len(body)
@@ -167,14 +208,14 @@ def _records(body: Any, count: int, base_offset: int, first_ts: int, max_ts: int
                 if hk_len < 0 or pos + hk_len > rec_end:
                     raise _Corrupt("a header key does not fit its record")
                 try:
-                    name = str(body[pos:pos + hk_len], "utf-8")
+                    name = str(body[pos : pos + hk_len], "utf-8")
                 except UnicodeDecodeError:
                     raise _Corrupt("a header key is not UTF-8") from None
                 pos += hk_len
                 hv_len, pos = _varint(body, pos)
                 hv = None
                 if hv_len >= 0:
-                    hv = bytes(body[pos:pos + hv_len])
+                    hv = bytes(body[pos : pos + hv_len])
                     pos += hv_len
                 items.append((name, hv))
             headers = items
@@ -187,11 +228,22 @@ def _records(body: Any, count: int, base_offset: int, first_ts: int, max_ts: int
         if columns:
             out.add(offset, timestamp, ttype, epoch, body, key_at, key_len, value_at, value_len, headers)
         else:
-            out.append(_new_record(ConsumerRecord, (
-                topic, partition, offset, timestamp, ttype,
-                None if key_len < 0 else bytes(body[key_at:key_at + key_len]),
-                None if value_len < 0 else bytes(body[value_at:value_at + value_len]),
-                headers, epoch)))
+            out.append(
+                _new_record(
+                    ConsumerRecord,
+                    (
+                        topic,
+                        partition,
+                        offset,
+                        timestamp,
+                        ttype,
+                        None if key_len < 0 else bytes(body[key_at : key_at + key_len]),
+                        None if value_len < 0 else bytes(body[value_at : value_at + value_len]),
+                        headers,
+                        epoch,
+                    ),
+                )
+            )
     if pos != end:
         raise _Corrupt(f"{end - pos} bytes after the last of its {count} records")
 
@@ -209,8 +261,14 @@ def _is_abort_marker(body: Any) -> bool:
     return bool(kind == _ABORT)
 
 
-def decode_pure(data: Any, fetch_offset: int, aborted: Sequence[tuple[int, int]] | None, topic: str,
-                partition: int, columns: bool) -> tuple[Any, int, int, int, str | None]:
+def decode_pure(
+    data: Any,
+    fetch_offset: int,
+    aborted: Sequence[tuple[int, int]] | None,
+    topic: str,
+    partition: int,
+    columns: bool,
+) -> tuple[Any, int, int, int, str | None]:
     """The reference implementation: ``(records or raw columns, next offset, last epoch, error
     offset, error reason)`` (error offset -1 and reason None when every complete batch was read)."""
     view = memoryview(data).cast("B")
@@ -230,15 +288,16 @@ def decode_pure(data: Any, fetch_offset: int, aborted: Sequence[tuple[int, int]]
         try:
             if length < _HEADER_SIZE - 12:
                 raise _Corrupt(f"a batch length of {length} bytes is shorter than its header")
-            (_, _, epoch, magic, crc, attributes, last_delta, first_ts, max_ts, pid, _pe, _seq,
-             count) = _HEADER.unpack_from(view, pos)
+            (_, _, epoch, magic, crc, attributes, last_delta, first_ts, max_ts, pid, _pe, _seq, count) = (
+                _HEADER.unpack_from(view, pos)
+            )
             if magic != 2:
                 raise _Corrupt(f"magic {magic} (only magic 2 record batches are read)")
-            if calc_crc32c(view[pos + _CRC_FROM:batch_end]) != crc:
+            if calc_crc32c(view[pos + _CRC_FROM : batch_end]) != crc:
                 raise _Corrupt("its CRC-32C does not match its contents")
             last_offset = base_offset + last_delta
             codec = attributes & _CODEC_MASK
-            body: Any = view[pos + _HEADER_SIZE:batch_end]
+            body: Any = view[pos + _HEADER_SIZE : batch_end]
             if codec:
                 try:
                     body = decompress(codec, bytes(body))
@@ -257,9 +316,20 @@ def decode_pure(data: Any, fetch_offset: int, aborted: Sequence[tuple[int, int]]
                     pos = batch_end
                     continue
             if not control:
-                _records(body, count, base_offset, first_ts, max_ts, bool(attributes & _LOG_APPEND_TIME),
-                         epoch,
-                         fetch_offset, topic, partition, out, columns)
+                _records(
+                    body,
+                    count,
+                    base_offset,
+                    first_ts,
+                    max_ts,
+                    bool(attributes & _LOG_APPEND_TIME),
+                    epoch,
+                    fetch_offset,
+                    topic,
+                    partition,
+                    out,
+                    columns,
+                )
         except (_Corrupt, IndexError, struct.error, ValueError) as exc:
             reason = str(exc) if isinstance(exc, _Corrupt) else f"its records cannot be read ({exc})"
             return (out.raw() if columns else out), next_offset, last_epoch, base_offset, reason
@@ -285,16 +355,42 @@ def _typed(buf: Any, fmt: str) -> memoryview:
 
 
 def _batch(topic: str, partition: int, raw: tuple[Any, ...]) -> PartitionBatch:
-    (offsets, timestamps, types, epochs, keys, key_starts, key_lengths, values, value_starts, value_lengths,
-     headers) = raw
-    return PartitionBatch(topic, partition, _typed(offsets, "q"), _typed(timestamps, "q"), _typed(types, "b"),
-                          _typed(epochs, "i"),
-                          BytesColumn(keys, _typed(key_starts, "i"), _typed(key_lengths, "i")),
-                          BytesColumn(values, _typed(value_starts, "i"), _typed(value_lengths, "i")), headers)
+    (
+        offsets,
+        timestamps,
+        types,
+        epochs,
+        keys,
+        key_starts,
+        key_lengths,
+        values,
+        value_starts,
+        value_lengths,
+        headers,
+    ) = raw
+    return PartitionBatch(
+        topic,
+        partition,
+        _typed(offsets, "q"),
+        _typed(timestamps, "q"),
+        _typed(types, "b"),
+        _typed(epochs, "i"),
+        BytesColumn(keys, _typed(key_starts, "i"), _typed(key_lengths, "i")),
+        BytesColumn(values, _typed(value_starts, "i"), _typed(value_lengths, "i")),
+        headers,
+    )
 
 
-def decode_partition(data: Any, fetch_offset: int, aborted: Sequence[tuple[int, int]] | None, topic: str,
-                     partition: int, *, columns: bool = False, compiled: bool | None = None) -> Decoded:
+def decode_partition(
+    data: Any,
+    fetch_offset: int,
+    aborted: Sequence[tuple[int, int]] | None,
+    topic: str,
+    partition: int,
+    *,
+    columns: bool = False,
+    compiled: bool | None = None,
+) -> Decoded:
     """Decode one partition's records (see the module docstring) with the active decoder.
 
     ``aborted``: the answer's aborted transactions as ``(producer id, first offset)`` (read_committed);
@@ -322,8 +418,18 @@ def columns_from_records(topic: str, partition: int, records: Sequence[ConsumerR
         key_len = -1 if r.key is None else len(r.key)
         value_len = -1 if r.value is None else len(r.value)
         body = (r.key or b"") + (r.value or b"")
-        out.add(r.offset, r.timestamp, r.timestamp_type, r.leader_epoch, body, 0, key_len, max(key_len, 0),
-                value_len, r.headers)
+        out.add(
+            r.offset,
+            r.timestamp,
+            r.timestamp_type,
+            r.leader_epoch,
+            body,
+            0,
+            key_len,
+            max(key_len, 0),
+            value_len,
+            r.headers,
+        )
     return _batch(topic, partition, out.raw())
 
 

@@ -55,10 +55,18 @@ from .session import FetchPlan, FetchSessionHandler
 __all__ = ["Fetcher"]
 
 _READ_COMMITTED = 1
-_RETRY_WITH_METADATA = frozenset({
-    ec.UNKNOWN_LEADER_EPOCH, ec.UNKNOWN_TOPIC_OR_PARTITION, ec.UNKNOWN_TOPIC_ID, ec.KAFKA_STORAGE_ERROR,
-    ec.REPLICA_NOT_AVAILABLE, ec.OFFSET_NOT_AVAILABLE, ec.INCONSISTENT_TOPIC_ID, ec.LEADER_NOT_AVAILABLE,
-})
+_RETRY_WITH_METADATA = frozenset(
+    {
+        ec.UNKNOWN_LEADER_EPOCH,
+        ec.UNKNOWN_TOPIC_OR_PARTITION,
+        ec.UNKNOWN_TOPIC_ID,
+        ec.KAFKA_STORAGE_ERROR,
+        ec.REPLICA_NOT_AVAILABLE,
+        ec.OFFSET_NOT_AVAILABLE,
+        ec.INCONSISTENT_TOPIC_ID,
+        ec.LEADER_NOT_AVAILABLE,
+    }
+)
 _LEADER_MOVED = frozenset({ec.NOT_LEADER_OR_FOLLOWER, ec.FENCED_LEADER_EPOCH})
 
 
@@ -104,7 +112,8 @@ class Fetcher:
                 continue
             assert state.position is not None
             by_node.setdefault(node, {})[state.tp] = FetchPartitionData(
-                state.tp.partition, state.position, max_bytes, current_leader_epoch=state.leader_epoch)
+                state.tp.partition, state.position, max_bytes, current_leader_epoch=state.leader_epoch
+            )
         return by_node
 
     def send_fetches(self) -> int:
@@ -130,16 +139,25 @@ class Fetcher:
             version = min(version, FETCH_MAX_VERSION_BY_NAME)
         if version < FETCH_MIN_VERSION:
             raise errors.UnsupportedVersionError(
-                f"broker {node} speaks Fetch up to v{broker_max}; read_committed needs v{FETCH_MIN_VERSION}+")
+                f"broker {node} speaks Fetch up to v{broker_max}; read_committed needs v{FETCH_MIN_VERSION}+"
+            )
         session = self._sessions.setdefault(node, FetchSessionHandler(node))
         plan = session.build(wanted, by_id)
         config = self._config
         request = FetchRequestData(
-            version=version, max_wait_ms=config.fetch_max_wait_ms, min_bytes=config.fetch_min_bytes,
-            max_bytes=config.fetch_max_bytes, isolation_level=_READ_COMMITTED, session_id=plan.session_id,
-            session_epoch=plan.epoch, topics=self._topics(plan.to_send, ids, by_id),
-            forgotten=[ForgottenTopic(ref, parts) for ref, parts in self._topics(
-                dict.fromkeys(plan.forgotten), ids, by_id)])
+            version=version,
+            max_wait_ms=config.fetch_max_wait_ms,
+            min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes,
+            isolation_level=_READ_COMMITTED,
+            session_id=plan.session_id,
+            session_epoch=plan.epoch,
+            topics=self._topics(plan.to_send, ids, by_id),
+            forgotten=[
+                ForgottenTopic(ref, parts)
+                for ref, parts in self._topics(dict.fromkeys(plan.forgotten), ids, by_id)
+            ],
+        )
         future = self._net.send(node, request)
         self._in_flight[node] = future
         self.fetches_sent += 1
@@ -148,8 +166,9 @@ class Fetcher:
         future.add_errback(lambda exc: self._failed(node, exc))
 
     @staticmethod
-    def _topics(partitions: dict[TopicPartition, Any], ids: dict[str, uuid.UUID | None],
-                by_id: bool) -> list[tuple[Any, list[Any]]]:
+    def _topics(
+        partitions: dict[TopicPartition, Any], ids: dict[str, uuid.UUID | None], by_id: bool
+    ) -> list[tuple[Any, list[Any]]]:
         grouped: dict[Any, list[Any]] = {}
         for tp, data in partitions.items():
             ref = ids.get(tp.topic) if by_id else tp.topic
@@ -170,13 +189,15 @@ class Fetcher:
     def _back_off(self, node: int) -> None:
         self._not_before[node] = time.monotonic() + self._config.retry_backoff_ms / 1000
 
-    def _answered(self, node: int, plan: FetchPlan, response: FetchResponseData,
-                  names: dict[uuid.UUID, str]) -> None:
+    def _answered(
+        self, node: int, plan: FetchPlan, response: FetchResponseData, names: dict[uuid.UUID, str]
+    ) -> None:
         self._in_flight.pop(node, None)
         session = self._sessions[node]
         if not session.handle_response(plan, response.error_code, response.session_id):
-            self._log.debug("txn.consumer_fetch_session_error", node=node,
-                            error=ec.error_name(response.error_code))
+            self._log.debug(
+                "txn.consumer_fetch_session_error", node=node, error=ec.error_name(response.error_code)
+            )
             self._back_off(node)
             return
         troubled = False
@@ -193,8 +214,9 @@ class Fetcher:
         if troubled:
             self._back_off(node)
 
-    def _partition_answer(self, tp: TopicPartition, fetch_offset: int, part: Any,
-                          response: FetchResponseData) -> bool:
+    def _partition_answer(
+        self, tp: TopicPartition, fetch_offset: int, part: Any, response: FetchResponseData
+    ) -> bool:
         """Handle one partition of an answer; True when it was an error."""
         state = self._assignment.get(tp)
         if state is None or state.state is not FetchState.FETCHING or state.position != fetch_offset:
@@ -203,8 +225,9 @@ class Fetcher:
         if code == ec.NONE:
             records = part.records
             if records is not None and records.nbytes:
-                self._completed.append(CompletedFetch(tp, fetch_offset, records, part.aborted,
-                                                      part.high_watermark))
+                self._completed.append(
+                    CompletedFetch(tp, fetch_offset, records, part.aborted, part.high_watermark)
+                )
                 self._buffered.add(tp)
             return False
         if code == ec.OFFSET_OUT_OF_RANGE:
@@ -213,13 +236,16 @@ class Fetcher:
             self._follow_hint(tp, part, response)
         elif code == ec.TOPIC_AUTHORIZATION_FAILED:
             state.error = errors.TopicAuthorizationError(
-                f"not authorized to read topic {tp.topic!r} (TOPIC_AUTHORIZATION_FAILED): grant this principal "
-                "READ on the topic, then poll again", error_code=code)
+                f"not authorized to read topic {tp.topic!r} (TOPIC_AUTHORIZATION_FAILED): grant "
+                "this principal READ on the topic, then poll again",
+                error_code=code,
+            )
         elif code in _RETRY_WITH_METADATA:
             self._net.request_metadata_update()
         else:
-            self._log.warning("txn.consumer_fetch_error", topic=tp.topic, partition=tp.partition,
-                              error=ec.error_name(code))
+            self._log.warning(
+                "txn.consumer_fetch_error", topic=tp.topic, partition=tp.partition, error=ec.error_name(code)
+            )
             self._net.request_metadata_update()
         return True
 
@@ -228,12 +254,21 @@ class Fetcher:
         tp = state.tp
         if strategy == "none":
             state.error = errors.OffsetOutOfRangeError(
-                f"offset {fetch_offset} of {tp.topic}-{tp.partition} is out of range (OFFSET_OUT_OF_RANGE) and "
-                "auto_offset_reset is 'none': seek() the partition (seek_to_beginning, seek_to_end) and poll again",
-                offsets={tp: fetch_offset})
+                f"offset {fetch_offset} of {tp.topic}-{tp.partition} is out of range "
+                f"(OFFSET_OUT_OF_RANGE) and "
+                "auto_offset_reset is 'none': seek() the partition (seek_to_beginning, seek_to_end) "
+                "and poll again",
+                offsets={tp: fetch_offset},
+            )
             return
-        self._log.info("txn.consumer_offset_reset", topic=tp.topic, partition=tp.partition, offset=fetch_offset,
-                       reset=strategy, reason="OFFSET_OUT_OF_RANGE")
+        self._log.info(
+            "txn.consumer_offset_reset",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=fetch_offset,
+            reset=strategy,
+            reason="OFFSET_OUT_OF_RANGE",
+        )
         state.request_reset(strategy)
 
     def _follow_hint(self, tp: TopicPartition, part: Any, response: FetchResponseData) -> None:
@@ -269,7 +304,11 @@ class Fetcher:
         while completed and remaining > 0:
             chunk = completed[0]
             state = self._assignment.get(chunk.tp)
-            if state is None or not state.fetchable or state.position != self._expected_position(chunk, state):
+            if (
+                state is None
+                or not state.fetchable
+                or state.position != self._expected_position(chunk, state)
+            ):
                 completed.popleft()
                 self._buffered.discard(chunk.tp)
                 continue

@@ -73,15 +73,35 @@ class OffsetLookups:
     def send(self) -> None:
         """Send what is due: resets first, then validations (each grouped by leader)."""
         now = time.monotonic()
-        self._send_kind(FetchState.AWAIT_RESET, now, LIST_OFFSETS_API_KEY, LIST_OFFSETS_MIN_VERSION,
-                        LIST_OFFSETS_MAX_VERSION, self._reset_request, self._reset_answered)
-        self._send_kind(FetchState.AWAIT_VALIDATION, now, OFFSET_FOR_LEADER_EPOCH_API_KEY,
-                        OFFSET_FOR_LEADER_EPOCH_MIN_VERSION, OFFSET_FOR_LEADER_EPOCH_MAX_VERSION,
-                        self._validation_request, self._validation_answered)
+        self._send_kind(
+            FetchState.AWAIT_RESET,
+            now,
+            LIST_OFFSETS_API_KEY,
+            LIST_OFFSETS_MIN_VERSION,
+            LIST_OFFSETS_MAX_VERSION,
+            self._reset_request,
+            self._reset_answered,
+        )
+        self._send_kind(
+            FetchState.AWAIT_VALIDATION,
+            now,
+            OFFSET_FOR_LEADER_EPOCH_API_KEY,
+            OFFSET_FOR_LEADER_EPOCH_MIN_VERSION,
+            OFFSET_FOR_LEADER_EPOCH_MAX_VERSION,
+            self._validation_request,
+            self._validation_answered,
+        )
 
-    def _send_kind(self, kind: FetchState, now: float, api_key: int, min_version: int, max_version: int,
-                   build: Callable[[int, dict[str, list[PartitionState]]], Any],
-                   answered: Callable[[list[PartitionState], Any], None]) -> None:
+    def _send_kind(
+        self,
+        kind: FetchState,
+        now: float,
+        api_key: int,
+        min_version: int,
+        max_version: int,
+        build: Callable[[int, dict[str, list[PartitionState]]], Any],
+        answered: Callable[[list[PartitionState], Any], None],
+    ) -> None:
         by_node: dict[int, dict[str, list[PartitionState]]] = {}
         for state in self._assignment.in_state(kind):
             if state.in_flight or state.next_try > now or state.error is not None:
@@ -99,7 +119,9 @@ class OffsetLookups:
             version = min(max_version, broker_max)
             if version < min_version:
                 raise errors.UnsupportedVersionError(
-                    f"broker {node} speaks API {api_key} up to v{broker_max}; the consumer needs v{min_version}+")
+                    f"broker {node} speaks API {api_key} up to v{broker_max}; the consumer needs "
+                    f"v{min_version}+"
+                )
             states = [s for parts in topics.values() for s in parts]
             for s in states:
                 s.in_flight = True
@@ -110,14 +132,24 @@ class OffsetLookups:
     # -- requests --------------------------------------------------------------------------------
 
     def _reset_request(self, version: int, topics: dict[str, list[PartitionState]]) -> Any:
-        return list_offsets_request(version, {
-            topic: [(s.tp.partition, s.leader_epoch, _TIMESTAMPS[s.reset_to or "latest"]) for s in states]
-            for topic, states in topics.items()}, read_committed=True, timeout_ms=self._config.request_timeout_ms)
+        return list_offsets_request(
+            version,
+            {
+                topic: [(s.tp.partition, s.leader_epoch, _TIMESTAMPS[s.reset_to or "latest"]) for s in states]
+                for topic, states in topics.items()
+            },
+            read_committed=True,
+            timeout_ms=self._config.request_timeout_ms,
+        )
 
     def _validation_request(self, version: int, topics: dict[str, list[PartitionState]]) -> Any:
-        return offset_for_leader_epoch_request(version, {
-            topic: [(s.tp.partition, s.leader_epoch, s.offset_epoch) for s in states]
-            for topic, states in topics.items()})
+        return offset_for_leader_epoch_request(
+            version,
+            {
+                topic: [(s.tp.partition, s.leader_epoch, s.offset_epoch) for s in states]
+                for topic, states in topics.items()
+            },
+        )
 
     # -- answers ---------------------------------------------------------------------------------
 
@@ -138,8 +170,11 @@ class OffsetLookups:
         if code == ec.TOPIC_AUTHORIZATION_FAILED:
             state.in_flight = False
             state.error = errors.TopicAuthorizationError(
-                f"not authorized to describe topic {state.tp.topic!r} (TOPIC_AUTHORIZATION_FAILED): grant this "
-                "principal DESCRIBE and READ on the topic, then poll again", error_code=code)
+                f"not authorized to describe topic {state.tp.topic!r} (TOPIC_AUTHORIZATION_FAILED): "
+                "grant this "
+                "principal DESCRIBE and READ on the topic, then poll again",
+                error_code=code,
+            )
             return
         self._net.request_metadata_update()
         self._retry_later(state)
@@ -157,8 +192,13 @@ class OffsetLookups:
             if answer is None or answer.error_code != ec.NONE or answer.offset < 0:
                 self._error(state, ec.UNKNOWN_TOPIC_OR_PARTITION if answer is None else answer.error_code)
                 continue
-            self._log.debug("txn.consumer_position_reset", topic=state.tp.topic, partition=state.tp.partition,
-                            offset=answer.offset, reset=state.reset_to)
+            self._log.debug(
+                "txn.consumer_position_reset",
+                topic=state.tp.topic,
+                partition=state.tp.partition,
+                offset=answer.offset,
+                reset=state.reset_to,
+            )
             state.seek(answer.offset, answer.leader_epoch)
 
     def _validation_answered(self, states: list[PartitionState], response: Any) -> None:
@@ -189,10 +229,18 @@ class OffsetLookups:
             state.error = errors.OffsetOutOfRangeError(
                 f"the new leader of {tp.topic}-{tp.partition} does not know the leader epoch "
                 f"{state.offset_epoch} of position {position}, and auto_offset_reset is 'none': seek() the "
-                "partition and poll again", offsets={tp: position})
+                "partition and poll again",
+                offsets={tp: position},
+            )
             return
-        self._log.warning("txn.consumer_offset_reset", topic=tp.topic, partition=tp.partition, offset=position,
-                          reset=strategy, reason="leader epoch unknown to the new leader")
+        self._log.warning(
+            "txn.consumer_offset_reset",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=position,
+            reset=strategy,
+            reason="leader epoch unknown to the new leader",
+        )
         state.request_reset(strategy)
 
     def _truncated(self, state: PartitionState, position: int, end_offset: int, epoch: int) -> None:
@@ -203,13 +251,24 @@ class OffsetLookups:
                 f"the log of {tp.topic}-{tp.partition} was truncated below the position {position} after a "
                 f"leader change: records from offset {end_offset} on were replaced (KIP-320). seek() the "
                 f"partition - to {end_offset} to read the new log - and poll again",
-                offsets={tp: position}, divergent_offsets={tp: end_offset})
+                offsets={tp: position},
+                divergent_offsets={tp: end_offset},
+            )
             return
-        self._log.warning("txn.consumer_log_truncated", topic=tp.topic, partition=tp.partition,
-                          position=position, divergent_offset=end_offset, leader_epoch=epoch)
+        self._log.warning(
+            "txn.consumer_log_truncated",
+            topic=tp.topic,
+            partition=tp.partition,
+            position=position,
+            divergent_offset=end_offset,
+            leader_epoch=epoch,
+        )
         state.seek(end_offset, epoch)
 
     def pending(self) -> list[TopicPartition]:
         """Partitions still without a fetchable position."""
-        return [s.tp for s in self._assignment
-                if s.state in (FetchState.AWAIT_RESET, FetchState.AWAIT_VALIDATION) and s.error is None]
+        return [
+            s.tp
+            for s in self._assignment
+            if s.state in (FetchState.AWAIT_RESET, FetchState.AWAIT_VALIDATION) and s.error is None
+        ]

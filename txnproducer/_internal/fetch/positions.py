@@ -39,8 +39,19 @@ class FetchState(enum.Enum):
 class PartitionState:
     """One assigned partition (see the module docstring)."""
 
-    __slots__ = ("error", "in_flight", "leader_epoch", "next_try", "offset_epoch", "paused", "position",
-                 "reset_to", "retries", "state", "tp")
+    __slots__ = (
+        "error",
+        "in_flight",
+        "leader_epoch",
+        "next_try",
+        "offset_epoch",
+        "paused",
+        "position",
+        "reset_to",
+        "retries",
+        "state",
+        "tp",
+    )
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
@@ -86,8 +97,11 @@ class PartitionState:
             self.offset_epoch = offset_epoch
 
     def __repr__(self) -> str:
-        return (f"PartitionState({self.tp.topic}-{self.tp.partition}, {self.state.value}, position={self.position}, "
-                f"offset_epoch={self.offset_epoch}, leader_epoch={self.leader_epoch}, paused={self.paused})")
+        return (
+            f"PartitionState({self.tp.topic}-{self.tp.partition}, {self.state.value}, "
+            f"position={self.position}, "
+            f"offset_epoch={self.offset_epoch}, leader_epoch={self.leader_epoch}, paused={self.paused})"
+        )
 
 
 class Assignment:
@@ -96,7 +110,9 @@ class Assignment:
     def __init__(self) -> None:
         self._parts: dict[TopicPartition, PartitionState] = {}
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    def assign(
+        self, partitions: Iterable[TopicPartition]
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
         """Make ``partitions`` the assignment (kept ones keep their state); (added, removed)."""
         wanted = list(dict.fromkeys(partitions))
         removed = [tp for tp in self._parts if tp not in wanted]

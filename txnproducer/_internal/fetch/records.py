@@ -77,7 +77,7 @@ class BytesColumn(Sequence["bytes | None"]):
         if length < 0:
             return None
         start = self.starts[index]
-        return bytes(self.buffer[start:start + length])
+        return bytes(self.buffer[start : start + length])
 
     def view(self, index: int) -> memoryview | None:
         """The ``index``-th item as a view of the buffer (None for null): no copy."""
@@ -85,12 +85,12 @@ class BytesColumn(Sequence["bytes | None"]):
         if length < 0:
             return None
         start = self.starts[index]
-        return memoryview(self.buffer)[start:start + length]
+        return memoryview(self.buffer)[start : start + length]
 
     def __iter__(self) -> Iterator[bytes | None]:
         buf = self.buffer
         for start, length in zip(self.starts, self.lengths, strict=True):
-            yield None if length < 0 else bytes(buf[start:start + length])
+            yield None if length < 0 else bytes(buf[start : start + length])
 
     def to_list(self) -> list[bytes | None]:
         """Every item as ``bytes`` (or None)."""
@@ -106,12 +106,30 @@ class PartitionBatch:
     the number of records; :meth:`records` turns them into :class:`ConsumerRecord` objects.
     """
 
-    __slots__ = ("headers", "keys", "leader_epochs", "offsets", "partition", "timestamp_types",
-                 "timestamps", "topic", "values")
+    __slots__ = (
+        "headers",
+        "keys",
+        "leader_epochs",
+        "offsets",
+        "partition",
+        "timestamp_types",
+        "timestamps",
+        "topic",
+        "values",
+    )
 
-    def __init__(self, topic: str, partition: int, offsets: memoryview, timestamps: memoryview,
-                 timestamp_types: memoryview, leader_epochs: memoryview, keys: BytesColumn,
-                 values: BytesColumn, headers: list[Headers] | None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offsets: memoryview,
+        timestamps: memoryview,
+        timestamp_types: memoryview,
+        leader_epochs: memoryview,
+        keys: BytesColumn,
+        values: BytesColumn,
+        headers: list[Headers] | None,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.offsets = offsets
@@ -132,23 +150,50 @@ class PartitionBatch:
 
     def slice(self, start: int, stop: int) -> PartitionBatch:
         """Records ``start`` to ``stop`` (views: nothing is copied)."""
-        return PartitionBatch(self.topic, self.partition, self.offsets[start:stop],
-                              self.timestamps[start:stop],
-                              self.timestamp_types[start:stop], self.leader_epochs[start:stop],
-                              self.keys[start:stop], self.values[start:stop],
-                              None if self.headers is None else self.headers[start:stop])
+        return PartitionBatch(
+            self.topic,
+            self.partition,
+            self.offsets[start:stop],
+            self.timestamps[start:stop],
+            self.timestamp_types[start:stop],
+            self.leader_epochs[start:stop],
+            self.keys[start:stop],
+            self.values[start:stop],
+            None if self.headers is None else self.headers[start:stop],
+        )
 
     def records(self) -> list[ConsumerRecord]:
         """The records as :class:`ConsumerRecord` objects."""
         headers = self.headers
         topic, partition = self.topic, self.partition
-        return [ConsumerRecord(topic, partition, offset, ts, tt, key, value,
-                               NO_HEADERS if headers is None else headers[i], epoch)
-                for i, (offset, ts, tt, epoch, key, value) in enumerate(zip(
-                    self.offsets, self.timestamps, self.timestamp_types, self.leader_epochs,
-                    self.keys, self.values, strict=True))]
+        return [
+            ConsumerRecord(
+                topic,
+                partition,
+                offset,
+                ts,
+                tt,
+                key,
+                value,
+                NO_HEADERS if headers is None else headers[i],
+                epoch,
+            )
+            for i, (offset, ts, tt, epoch, key, value) in enumerate(
+                zip(
+                    self.offsets,
+                    self.timestamps,
+                    self.timestamp_types,
+                    self.leader_epochs,
+                    self.keys,
+                    self.values,
+                    strict=True,
+                )
+            )
+        ]
 
     def __repr__(self) -> str:
         first = int(self.offsets[0]) if len(self.offsets) else -1
-        return (f"PartitionBatch(topic={self.topic!r}, partition={self.partition}, records={len(self)}, "
-                f"first_offset={first})")
+        return (
+            f"PartitionBatch(topic={self.topic!r}, partition={self.partition}, records={len(self)}, "
+            f"first_offset={first})"
+        )

@@ -39,9 +39,9 @@ from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_sour
 from txnproducer._internal.network.redaction import install_secret_filter
 from txnproducer._internal.network.secured import EofLastTCPTransport, SecuredConnectionManager
 from txnproducer._internal.network.selector import QuietMissSelector
+from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer._internal.network.tls_context import build_ssl_context
 from txnproducer._internal.protocol import error_codes as ec
-from txnproducer._internal.network.settings import ConnectionSettings
 
 __all__ = ["NetworkClient"]
 

@@ -33,8 +33,16 @@ from .fetch_response import FETCH_API_KEY, FetchResponseType, fetch_response_typ
 from .primitives import I32 as _I32
 from .primitives import compact_string, string16, uvarint
 
-__all__ = ["FETCH_API_KEY", "FETCH_MAX_VERSION", "FETCH_MAX_VERSION_BY_NAME", "FETCH_MIN_VERSION",
-           "FetchPartitionData", "FetchRequestData", "ForgottenTopic", "TopicRef"]
+__all__ = [
+    "FETCH_API_KEY",
+    "FETCH_MAX_VERSION",
+    "FETCH_MAX_VERSION_BY_NAME",
+    "FETCH_MIN_VERSION",
+    "FetchPartitionData",
+    "FetchRequestData",
+    "ForgottenTopic",
+    "TopicRef",
+]
 
 FETCH_MIN_VERSION = 4  # the first with the isolation level (read_committed)
 FETCH_MAX_VERSION = 18
@@ -100,7 +108,8 @@ class FetchRequestHeader:
 def _check_version(version: int) -> None:
     if not FETCH_MIN_VERSION <= version <= FETCH_MAX_VERSION:
         raise ValueError(
-            f"Fetch version {version} is not supported (v{FETCH_MIN_VERSION}-v{FETCH_MAX_VERSION})")
+            f"Fetch version {version} is not supported (v{FETCH_MIN_VERSION}-v{FETCH_MAX_VERSION})"
+        )
 
 
 class FetchRequestData:
@@ -112,15 +121,36 @@ class FetchRequestData:
     session; (id, epoch >= 1) is an incremental fetch of session ``id``.
     """
 
-    __slots__ = ("_header", "_version", "forgotten", "isolation_level", "max_bytes", "max_wait_ms",
-                 "min_bytes", "rack_id", "session_epoch", "session_id", "topics")
+    __slots__ = (
+        "_header",
+        "_version",
+        "forgotten",
+        "isolation_level",
+        "max_bytes",
+        "max_wait_ms",
+        "min_bytes",
+        "rack_id",
+        "session_epoch",
+        "session_id",
+        "topics",
+    )
 
     API_KEY = FETCH_API_KEY
 
-    def __init__(self, *, version: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                 isolation_level: int, session_id: int = 0, session_epoch: int = -1,
-                 topics: Sequence[tuple[TopicRef, Sequence[FetchPartitionData]]] = (),
-                 forgotten: Sequence[ForgottenTopic] = (), rack_id: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        version: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        isolation_level: int,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        topics: Sequence[tuple[TopicRef, Sequence[FetchPartitionData]]] = (),
+        forgotten: Sequence[ForgottenTopic] = (),
+        rack_id: str = "",
+    ) -> None:
         _check_version(version)
         self._version = version
         self.max_wait_ms = max_wait_ms
@@ -180,15 +210,27 @@ class FetchRequestData:
             self._count(out, len(partitions), flexible)
             for p in partitions:
                 if v >= _FIRST_FLEXIBLE:
-                    out += _PART_V12.pack(p.partition, p.current_leader_epoch, p.fetch_offset,
-                                          p.last_fetched_epoch, p.log_start_offset, p.partition_max_bytes)
+                    out += _PART_V12.pack(
+                        p.partition,
+                        p.current_leader_epoch,
+                        p.fetch_offset,
+                        p.last_fetched_epoch,
+                        p.log_start_offset,
+                        p.partition_max_bytes,
+                    )
                     out += b"\x00"  # the partition's tagged fields
                 elif v >= _FIRST_LEADER_EPOCH:
-                    out += _PART_V9.pack(p.partition, p.current_leader_epoch, p.fetch_offset,
-                                         p.log_start_offset, p.partition_max_bytes)
+                    out += _PART_V9.pack(
+                        p.partition,
+                        p.current_leader_epoch,
+                        p.fetch_offset,
+                        p.log_start_offset,
+                        p.partition_max_bytes,
+                    )
                 elif v >= 5:
-                    out += _PART_V5.pack(p.partition, p.fetch_offset, p.log_start_offset,
-                                         p.partition_max_bytes)
+                    out += _PART_V5.pack(
+                        p.partition, p.fetch_offset, p.log_start_offset, p.partition_max_bytes
+                    )
                 else:
                     out += _PART_V4.pack(p.partition, p.fetch_offset, p.partition_max_bytes)
             if flexible:
@@ -226,7 +268,9 @@ class FetchRequestData:
 
     def __repr__(self) -> str:
         partitions = sum(len(parts) for _, parts in self.topics)
-        return (f"FetchRequest[v{self._version}](session_id={self.session_id}, "
-                f"session_epoch={self.session_epoch}, partitions={partitions}, "
-                f"forgotten={sum(len(f.partitions) for f in self.forgotten)}, "
-                f"isolation_level={self.isolation_level})")
+        return (
+            f"FetchRequest[v{self._version}](session_id={self.session_id}, "
+            f"session_epoch={self.session_epoch}, partitions={partitions}, "
+            f"forgotten={sum(len(f.partitions) for f in self.forgotten)}, "
+            f"isolation_level={self.isolation_level})"
+        )

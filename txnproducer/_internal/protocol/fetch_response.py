@@ -29,8 +29,15 @@ from .primitives import I32 as _I32
 from .primitives import compact_count, compact_string_at, read_uvarint, skip_tagged_fields, string_at
 from .produce_response import NodeEndpoint
 
-__all__ = ["FETCH_API_KEY", "FetchResponseData", "FetchResponseType", "FetchedPartition", "FetchedTopic",
-           "decode_fetch_response", "fetch_response_type"]
+__all__ = [
+    "FETCH_API_KEY",
+    "FetchResponseData",
+    "FetchResponseType",
+    "FetchedPartition",
+    "FetchedTopic",
+    "decode_fetch_response",
+    "fetch_response_type",
+]
 
 FETCH_API_KEY = 1
 _MIN_VERSION = 4
@@ -51,14 +58,32 @@ _DIVERGING = struct.Struct(">iq")
 class FetchedPartition:
     """One partition of a Fetch answer; ``records`` is a view of the received frame (or None)."""
 
-    __slots__ = ("aborted", "current_leader", "diverging_epoch", "error_code", "high_watermark",
-                 "last_stable_offset", "log_start_offset", "partition", "preferred_read_replica", "records")
+    __slots__ = (
+        "aborted",
+        "current_leader",
+        "diverging_epoch",
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "partition",
+        "preferred_read_replica",
+        "records",
+    )
 
-    def __init__(self, partition: int, error_code: int, high_watermark: int, last_stable_offset: int,
-                 log_start_offset: int, aborted: list[tuple[int, int]] | None,
-                 preferred_read_replica: int, records: memoryview | None,
-                 current_leader: tuple[int, int] | None = None,
-                 diverging_epoch: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        partition: int,
+        error_code: int,
+        high_watermark: int,
+        last_stable_offset: int,
+        log_start_offset: int,
+        aborted: list[tuple[int, int]] | None,
+        preferred_read_replica: int,
+        records: memoryview | None,
+        current_leader: tuple[int, int] | None = None,
+        diverging_epoch: tuple[int, int] | None = None,
+    ) -> None:
         self.partition = partition
         self.error_code = error_code
         self.high_watermark = high_watermark
@@ -76,10 +101,12 @@ class FetchedPartition:
 
     def __repr__(self) -> str:
         size = 0 if self.records is None else self.records.nbytes
-        return (f"FetchedPartition(partition={self.partition}, error_code={self.error_code}, "
-                f"high_watermark={self.high_watermark}, last_stable_offset={self.last_stable_offset}, "
-                f"log_start_offset={self.log_start_offset}, aborted={self.aborted!r}, "
-                f"record_bytes={size}, current_leader={self.current_leader!r})")
+        return (
+            f"FetchedPartition(partition={self.partition}, error_code={self.error_code}, "
+            f"high_watermark={self.high_watermark}, last_stable_offset={self.last_stable_offset}, "
+            f"log_start_offset={self.log_start_offset}, aborted={self.aborted!r}, "
+            f"record_bytes={size}, current_leader={self.current_leader!r})"
+        )
 
 
 class FetchedTopic(NamedTuple):
@@ -91,13 +118,19 @@ class FetchedTopic(NamedTuple):
 class FetchResponseData:
     """A decoded Fetch answer."""
 
-    __slots__ = ("API_VERSION", "error_code", "node_endpoints", "responses", "session_id",
-                 "throttle_time_ms")
+    __slots__ = ("API_VERSION", "error_code", "node_endpoints", "responses", "session_id", "throttle_time_ms")
 
     API_KEY = FETCH_API_KEY
 
-    def __init__(self, version: int, throttle_time_ms: int, error_code: int, session_id: int,
-                 responses: list[FetchedTopic], node_endpoints: tuple[NodeEndpoint, ...] = ()) -> None:
+    def __init__(
+        self,
+        version: int,
+        throttle_time_ms: int,
+        error_code: int,
+        session_id: int,
+        responses: list[FetchedTopic],
+        node_endpoints: tuple[NodeEndpoint, ...] = (),
+    ) -> None:
         self.API_VERSION = version
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code  # top level (v7+): a fetch-session error
@@ -107,9 +140,11 @@ class FetchResponseData:
 
     def __repr__(self) -> str:
         parts = sum(len(t.partitions) for t in self.responses)
-        return (f"FetchResponse[v{self.API_VERSION}](error_code={self.error_code}, "
-                f"session_id={self.session_id}, "
-                f"partitions={parts}, throttle_time_ms={self.throttle_time_ms})")
+        return (
+            f"FetchResponse[v{self.API_VERSION}](error_code={self.error_code}, "
+            f"session_id={self.session_id}, "
+            f"partitions={parts}, throttle_time_ms={self.throttle_time_ms})"
+        )
 
 
 class _Header(NamedTuple):
@@ -161,11 +196,13 @@ def fetch_response_type(version: int) -> FetchResponseType:
         return _TYPES[version]
     except KeyError:
         raise ValueError(
-            f"Fetch version {version} is not supported (v{_MIN_VERSION}-v{_MAX_VERSION})") from None
+            f"Fetch version {version} is not supported (v{_MIN_VERSION}-v{_MAX_VERSION})"
+        ) from None
 
 
-def decode_fetch_response(data: bytes | bytearray | memoryview, version: int,
-                          pos: int = 0) -> FetchResponseData:
+def decode_fetch_response(
+    data: bytes | bytearray | memoryview, version: int, pos: int = 0
+) -> FetchResponseData:
     """Decode a Fetch answer's body (after the response header) that ends where ``data`` does; the
     records are views of ``data``. ValueError or struct.error for malformed or truncated data."""
     view = memoryview(data)
@@ -229,7 +266,7 @@ def _decode_classic(view: memoryview, version: int, pos: int, end: int) -> tuple
             if size >= 0:
                 if pos + size > end:
                     raise ValueError(f"records of {size} bytes run past the end")
-                records = view[pos:pos + size]
+                records = view[pos : pos + size]
                 pos += size
             parts.append(FetchedPartition(index, code, hw, lso, log_start, aborted, replica, records))
         topics.append(FetchedTopic(name, None, parts))
@@ -249,11 +286,11 @@ def _decode_flexible(view: memoryview, version: int, pos: int, end: int) -> tupl
         if by_id:
             if pos + 16 > end:
                 raise ValueError("truncated topic id")
-            topic_id = uuid.UUID(bytes=bytes(view[pos:pos + 16]))
+            topic_id = uuid.UUID(bytes=bytes(view[pos : pos + 16]))
             pos += 16
         else:
             name, pos = compact_string_at(view, pos, end)
-        n_parts, pos = compact_count(view, pos, end, 40)
+        n_parts, pos = compact_count(view, pos, end, 37)  # the smallest: an error, nothing else
         parts = []
         for _ in range(n_parts):
             index, code, hw, lso, log_start = unpack_part(view, pos)
@@ -275,7 +312,7 @@ def _decode_flexible(view: memoryview, version: int, pos: int, end: int) -> tupl
                 size -= 1
                 if pos + size > end:
                     raise ValueError(f"records of {size} bytes run past the end")
-                records = view[pos:pos + size]
+                records = view[pos : pos + size]
                 pos += size
             current_leader = None
             diverging = None
@@ -293,8 +330,11 @@ def _decode_flexible(view: memoryview, version: int, pos: int, end: int) -> tupl
                     elif tag == 1:
                         current_leader = _LEADER.unpack_from(view, pos)
                     pos += length
-            parts.append(FetchedPartition(index, code, hw, lso, log_start, aborted, replica, records,
-                                          current_leader, diverging))
+            parts.append(
+                FetchedPartition(
+                    index, code, hw, lso, log_start, aborted, replica, records, current_leader, diverging
+                )
+            )
         pos = skip_tagged_fields(view, pos, end)
         topics.append(FetchedTopic(name, topic_id, parts))
     endpoints: tuple[NodeEndpoint, ...] = ()

@@ -55,9 +55,11 @@ from .api import Api, RequestContext
 _HINTED = (ec.NOT_LEADER_OR_FOLLOWER, ec.FENCED_LEADER_EPOCH)
 
 
-def _requested(state: ClusterState, request: Any,
-               v: int) -> tuple[list[SessionPartition], list[tuple[Any, int]]]:
+def _requested(
+    state: ClusterState, request: Any, v: int
+) -> tuple[list[SessionPartition], list[tuple[Any, int]]]:
     """The request's partitions and forgotten partitions, topics named (by name where known)."""
+
     def name_of(t: Any) -> tuple[str | None, Any]:
         if v >= 13:
             found = state.topic_by_id(t.topic_id)
@@ -70,7 +72,9 @@ def _requested(state: ClusterState, request: Any,
         name, topic_id = name_of(t)
         for p in t.partitions:
             epoch = p.current_leader_epoch if v >= 9 else -1
-            parts.append(SessionPartition(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, epoch))
+            parts.append(
+                SessionPartition(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes, epoch)
+            )
     forgotten: list[tuple[Any, int]] = []
     for t in (request.forgotten_topics_data or []) if v >= 7 else []:
         name, topic_id = name_of(t)
@@ -78,17 +82,31 @@ def _requested(state: ClusterState, request: Any,
     return parts, forgotten
 
 
-def _partition(state: ClusterState, ctx: RequestContext, p: SessionPartition, read_committed: bool,
-               budget: int, first: bool, readable: dict[str, bool]) -> dict[str, Any]:
+def _partition(
+    state: ClusterState,
+    ctx: RequestContext,
+    p: SessionPartition,
+    read_committed: bool,
+    budget: int,
+    first: bool,
+    readable: dict[str, bool],
+) -> dict[str, Any]:
     """One partition's answer; ``budget`` bytes may still be returned (``first``: KIP-74 applies)."""
     v = ctx.api_version
     entry: dict[str, Any] = {
-        "partition_index": p.partition, "error_code": ec.NONE, "high_watermark": -1,
-        "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-        "preferred_read_replica": -1, "records": b"",
+        "partition_index": p.partition,
+        "error_code": ec.NONE,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
     }
     name = p.topic
-    if name is not None and not readable.setdefault(name, ctx.allows(Operation.READ, ResourceType.TOPIC, name)):
+    if name is not None and not readable.setdefault(
+        name, ctx.allows(Operation.READ, ResourceType.TOPIC, name)
+    ):
         entry["error_code"] = ec.TOPIC_AUTHORIZATION_FAILED
         return entry
     log = state.partition_log(name, p.partition) if name is not None else None
@@ -115,19 +133,28 @@ def _partition(state: ClusterState, ctx: RequestContext, p: SessionPartition, re
     entry["records"] = data
     if read_committed:
         entry["aborted_transactions"] = (
-            [{"producer_id": a.producer_id, "first_offset": a.first_offset}
-             for a in log.aborted_transactions(p.fetch_offset, end)] if data else [])
+            [
+                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                for a in log.aborted_transactions(p.fetch_offset, end)
+            ]
+            if data
+            else []
+        )
     return entry
 
 
 def _worth_answering(p: SessionPartition, entry: dict[str, Any]) -> bool:
     """Whether an incremental fetch answers this partition (Kafka's ``IncrementalFetchContext``)."""
-    return bool(entry["records"]) or entry["error_code"] != ec.NONE or p.reported != (
-        entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"])
+    return (
+        bool(entry["records"])
+        or entry["error_code"] != ec.NONE
+        or p.reported != (entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"])
+    )
 
 
-def _fetch_once(state: ClusterState, ctx: RequestContext, request: Any, partitions: list[SessionPartition],
-                full: bool) -> tuple[list[tuple[SessionPartition, dict[str, Any]]], int]:
+def _fetch_once(
+    state: ClusterState, ctx: RequestContext, request: Any, partitions: list[SessionPartition], full: bool
+) -> tuple[list[tuple[SessionPartition, dict[str, Any]]], int]:
     read_committed = request.isolation_level == 1
     remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
@@ -148,11 +175,15 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     requested, forgotten = _requested(state, request, v)
     if v >= 7:
-        step = state.fetch_sessions.begin(ctx.broker_id, request.session_id, request.session_epoch,
-                                          requested, forgotten)
+        step = state.fetch_sessions.begin(
+            ctx.broker_id, request.session_id, request.session_epoch, requested, forgotten
+        )
         if step.error_code != ec.NONE:
-            return api_messages.build(FetchResponse, v, {"throttle_time_ms": 0, "error_code": step.error_code,
-                                                        "session_id": 0, "responses": []})
+            return api_messages.build(
+                FetchResponse,
+                v,
+                {"throttle_time_ms": 0, "error_code": step.error_code, "session_id": 0, "responses": []},
+            )
         partitions, full, session_id = step.partitions, step.full, step.session_id
     else:
         partitions, full, session_id = requested, True, 0
@@ -168,11 +199,21 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     for p, entry in answered:
         p.reported = (entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"])
         key = p.topic_id if v >= 13 else p.topic
-        topic = responses.setdefault(key, {"topic": p.topic if v < 13 else None,
-                                           "topic_id": p.topic_id if v >= 13 else None, "partitions": []})
+        topic = responses.setdefault(
+            key,
+            {
+                "topic": p.topic if v < 13 else None,
+                "topic_id": p.topic_id if v >= 13 else None,
+                "partitions": [],
+            },
+        )
         topic["partitions"].append(entry)
-    values: dict[str, Any] = {"throttle_time_ms": 0, "error_code": ec.NONE, "session_id": session_id,
-                              "responses": list(responses.values())}
+    values: dict[str, Any] = {
+        "throttle_time_ms": 0,
+        "error_code": ec.NONE,
+        "session_id": session_id,
+        "responses": list(responses.values()),
+    }
     if v >= 16 and any(entry["error_code"] in _HINTED for _, entry in answered):
         values["node_endpoints"] = broker_list(state)
     return api_messages.build(FetchResponse, v, values)
