@@ -86,7 +86,8 @@ def read(client: str, bootstrap: str, topic: str, partitions: int, expected: int
         from kafka import KafkaConsumer, TopicPartition
 
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                                 enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=10_000)
+                                 enable_auto_commit=False, auto_offset_reset="earliest",
+                                 max_poll_records=10_000)
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         started, start_cpu = time.perf_counter(), _cpu_s()
         while count < expected:
