@@ -1,4 +1,5 @@
-"""Build script for the optional compiled accelerators (the send path's and the read path's); everything else is in pyproject.toml.
+"""Build script for the optional compiled accelerators (the send path's and the read path's);
+everything else is in pyproject.toml.
 
 Why setuptools (not hatchling, the backend before): it builds C extensions itself, ``optional=True``
 turns a failed compile (no compiler, no Python headers) into a warning and a pure-Python install,
