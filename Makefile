@@ -27,7 +27,7 @@ $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 # The compiled accelerator (README "Performance"): the editable install builds it in place; this
 # rebuilds it when its source changes. A failed compile installs pure Python (setup.py), which
 # `make test` refuses (TXNPRODUCER_REQUIRE_ACCEL), so a broken build cannot pass as compiled.
-$(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c setup.py | $(VENV)/.dev-installed
+$(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_internal/accel/_decode.c setup.py | $(VENV)/.dev-installed
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
@@ -42,7 +42,7 @@ WORKERS ?= 4
 PARALLEL := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
 	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
-	tests/mock/test_producer_send_paths.py
+	tests/mock/test_producer_send_paths.py tests/mock/test_consumer.py
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"

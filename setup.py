@@ -1,4 +1,5 @@
-"""Build script for the optional compiled accelerator; everything else is in pyproject.toml.
+"""Build script for the optional compiled accelerators (the send path's and the read path's);
+everything else is in pyproject.toml.
 
 Why setuptools (not hatchling, the backend before): it builds C extensions itself, ``optional=True``
 turns a failed compile (no compiler, no Python headers) into a warning and a pure-Python install,
@@ -22,6 +23,13 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
         sources=["txnproducer/_internal/accel/_speedups.c"],
         extra_compile_args=flags,
         optional=True,  # no compiler: install the pure-Python package all the same
+    ))
+    # the read path's record batch decoder: its own module, so the two paths stay separate files
+    ext_modules.append(Extension(
+        "txnproducer._internal.accel._decode",
+        sources=["txnproducer/_internal/accel/_decode.c"],
+        extra_compile_args=flags,
+        optional=True,
     ))
 
 setup(ext_modules=ext_modules)

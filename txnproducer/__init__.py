@@ -12,6 +12,8 @@ import importlib.metadata
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from .config import ProducerConfig
+from .consumer import BytesColumn, ConsumerRecord, PartitionBatch, TransactionalConsumer
+from .consumer_config import ConsumerConfig
 from .errors import (
     AbortableError,
     AuthenticationError,
@@ -20,6 +22,7 @@ from .errors import (
     ClusterAuthorizationError,
     CommitFailedError,
     ConfigError,
+    CorruptRecordError,
     DeliveryTimeoutError,
     FatalError,
     GroupAuthorizationError,
@@ -29,6 +32,8 @@ from .errors import (
     InvalidRecordError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
+    LogTruncationError,
+    OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     PreparedTransactionLostError,
     ProduceRejectedError,
@@ -59,10 +64,14 @@ __all__ = [
     "AbortableError",
     "AuthenticationError",
     "BrokerError",
+    "BytesColumn",
     "ClosedError",
     "ClusterAuthorizationError",
     "CommitFailedError",
     "ConfigError",
+    "ConsumerConfig",
+    "ConsumerRecord",
+    "CorruptRecordError",
     "DeliveryTimeoutError",
     "FatalError",
     "GroupAuthorizationError",
@@ -72,8 +81,11 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTransactionTimeoutError",
     "InvalidTxnStateError",
+    "LogTruncationError",
     "OffsetAndMetadata",
+    "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "PartitionBatch",
     "PreparedTransactionLostError",
     "PreparedTxnState",
     "ProduceRejectedError",
@@ -90,6 +102,7 @@ __all__ = [
     "TopicPartition",
     "TransactionAbortableError",
     "TransactionAbortedError",
+    "TransactionalConsumer",
     "TransactionalIdAuthorizationError",
     "TransactionalProducer",
     "TxnProducerError",

@@ -31,10 +31,12 @@ from txnproducer._internal.config_checks import (
     DEFAULT_RETRY_BACKOFF_MAX_MS,
     INT32_MAX,
     boolean,
+    check_sasl,
     check_security,
     check_transactional_id,
     cipher_string,
     codec_available,
+    connection_kwargs,
     derived_delivery_timeout,
     derived_reconnect_backoff_max,
     derived_retry_backoff_max,
@@ -47,7 +49,6 @@ from txnproducer._internal.config_checks import (
     optional_ssl_context,
     optional_str,
     secret_str,
-    software_version,
     text,
     to_acks,
     to_compression,
@@ -432,24 +433,7 @@ class ProducerConfig:
                 f"compression_type {self.compression_type!r} needs the Python package {package!r}, "
                 f"which is not installed (pip install {package}); or choose one of 'none', 'gzip'"
             )
-        if self.sasl_mechanism is not None and not self.security_protocol.startswith("SASL_"):
-            raise ConfigError(
-                f"sasl_mechanism is set ({self.sasl_mechanism!r}) but security_protocol is "
-                f"{self.security_protocol!r}; use 'SASL_PLAINTEXT' or 'SASL_SSL'"
-            )
-        if self.security_protocol.startswith("SASL_"):
-            if self.sasl_mechanism is None:
-                raise ConfigError(
-                    f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)} when security_protocol "
-                    f"is {self.security_protocol!r}, got None"
-                )
-            if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
-                not self.sasl_plain_username or self.sasl_plain_password is None
-            ):
-                raise ConfigError(
-                    f"sasl_plain_username and sasl_plain_password must be set for sasl_mechanism "
-                    f"{self.sasl_mechanism!r}"
-                )
+        check_sasl(self, SASL_MECHANISMS)
         check_security(self)
 
     # --- construction from other spellings -----------------------------------------------------------
@@ -541,32 +525,4 @@ class ProducerConfig:
         Only connection-level settings go here; batching and transaction settings stay with the
         producer's own components.
         """
-        kwargs: dict[str, Any] = {
-            "bootstrap_servers": list(self.bootstrap_servers),
-            "client_id": self.effective_client_id,
-            "client_software_name": "txnproducer",
-            "client_software_version": software_version(),
-            "request_timeout_ms": self.request_timeout_ms,
-            "reconnect_backoff_ms": self.reconnect_backoff_ms,
-            "reconnect_backoff_max_ms": self.reconnect_backoff_max_ms,
-            "socket_connection_setup_timeout_ms": self.socket_connection_setup_timeout_ms,
-            "max_in_flight_requests_per_connection": self.max_in_flight_requests_per_connection,
-            "metadata_max_age_ms": self.metadata_max_age_ms,
-            "security_protocol": self.security_protocol,
-            "ssl_check_hostname": self.ssl_check_hostname,
-        }
-        optional = {
-            "sasl_mechanism": self.sasl_mechanism,
-            "sasl_plain_username": self.sasl_plain_username,
-            "sasl_plain_password": self.sasl_plain_password,
-            "sasl_kerberos_service_name": self.sasl_kerberos_service_name,
-            "sasl_kerberos_domain_name": self.sasl_kerberos_domain_name,
-            "ssl_cafile": self.ssl_cafile,
-            "ssl_certfile": self.ssl_certfile,
-            "ssl_keyfile": self.ssl_keyfile,
-            "ssl_password": self.ssl_password,
-            "ssl_crlfile": self.ssl_crlfile,
-            "ssl_context": self.ssl_context,
-        }
-        kwargs.update({k: v for k, v in optional.items() if v is not None})
-        return kwargs
+        return connection_kwargs(self)

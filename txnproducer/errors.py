@@ -23,6 +23,7 @@ means "fenced", on a produce response it means "the coordinator already bumped t
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 from txnproducer._internal.protocol import error_codes as ec
 
@@ -34,6 +35,7 @@ __all__ = [
     "ClusterAuthorizationError",
     "CommitFailedError",
     "ConfigError",
+    "CorruptRecordError",
     "DeliveryTimeoutError",
     "FatalError",
     "GroupAuthorizationError",
@@ -42,6 +44,8 @@ __all__ = [
     "InvalidProducerIdMappingError",
     "InvalidTransactionTimeoutError",
     "InvalidTxnStateError",
+    "LogTruncationError",
+    "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "PreparedTransactionLostError",
     "ProduceRejectedError",
@@ -103,6 +107,58 @@ class RecordTooLargeError(TxnProducerError, ValueError):
 
 class SerializationError(TxnProducerError, ValueError):
     """A key or value serializer failed or returned something other than bytes; nothing was sent."""
+
+
+# --- the read side (TransactionalConsumer) -----------------------------------------------------
+
+
+class CorruptRecordError(TxnProducerError):
+    """A fetched record batch failed its CRC-32C check or could not be read.
+
+    The message names the topic, partition and offset; ``topic``, ``partition`` and ``offset`` hold
+    them. Nothing was skipped: the consumer's position stays at that offset, and the records before
+    it were returned. Every later ``poll()`` raises the same error until the application decides:
+    ``seek(tp, offset + 1)`` skips the damaged data knowingly (the Java client's advice), or stop.
+    """
+
+    error_code = ec.CORRUPT_MESSAGE
+
+    def __init__(self, message: str, *, topic: str, partition: int, offset: int) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class OffsetOutOfRangeError(TxnProducerError):
+    """A partition's position is outside its log and ``auto_offset_reset`` is ``"none"``.
+
+    ``offsets`` maps each such ``TopicPartition`` to the position the broker refused. Nothing was
+    read from those partitions; ``seek()`` them (or ``seek_to_beginning`` / ``seek_to_end``), then
+    poll again.
+    """
+
+    error_code = ec.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, message: str, *, offsets: dict[Any, int]) -> None:
+        super().__init__(message)
+        self.offsets = offsets
+
+
+class LogTruncationError(OffsetOutOfRangeError):
+    """A partition's log was truncated below the consumer's position after a leader change (KIP-320)
+    and ``auto_offset_reset`` is ``"none"``.
+
+    ``offsets`` maps each partition to the position that is no longer in the log and
+    ``divergent_offsets`` to the first offset known to diverge (the end of the last leader epoch both
+    logs share): records from there on were replaced. ``seek()`` the partition, typically to its
+    divergent offset, to read the new log; with ``"earliest"`` or ``"latest"`` the consumer seeks to
+    the divergent offset itself, as the Java client does, and logs ``txn.consumer_log_truncated``.
+    """
+
+    def __init__(self, message: str, *, offsets: dict[Any, int], divergent_offsets: dict[Any, int]) -> None:
+        super().__init__(message, offsets=offsets)
+        self.divergent_offsets = divergent_offsets
 
 
 # --- API misuse and waits --------------------------------------------------------------------

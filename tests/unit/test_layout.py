@@ -41,6 +41,10 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.oauth", ("txnproducer.errors",)),
     ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks",
                             "txnproducer._internal.config_names")),
+    ("txnproducer.consumer_config", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.config_checks",
+        "txnproducer._internal.config_names",
+    )),
     ("txnproducer._internal.network", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",
         "txnproducer._internal.log", "txnproducer._internal.listeners",
@@ -52,6 +56,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer._internal.txn", (
         "txnproducer.errors", "txnproducer.prepared", "txnproducer._internal.protocol",
         "txnproducer._internal.metrics", "txnproducer._internal.log",
+    )),
+    # the read side: fetch and decode (knows nothing of writing)
+    ("txnproducer._internal.fetch", (
+        "txnproducer.errors", "txnproducer.consumer_config", "txnproducer._internal.protocol",
+        "txnproducer._internal.network", "txnproducer._internal.accel", "txnproducer._internal.log",
     )),
     ("txnproducer._internal.overdue", (
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.protocol",

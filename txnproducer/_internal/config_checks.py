@@ -274,3 +274,59 @@ def check_security(cfg: Any) -> None:
         raise ConfigError("sasl_mechanism GSSAPI needs the Python package 'gssapi' (pip install gssapi; "
                           "building it needs the Kerberos development files, e.g. libkrb5-dev) and a "
                           "Kerberos ticket (kinit) or client keytab (KRB5_CLIENT_KTNAME)")
+
+
+def check_sasl(cfg: Any, mechanisms: tuple[str, ...]) -> None:
+    """SASL settings that contradict ``security_protocol`` or miss a credential (producer and consumer)."""
+    if cfg.sasl_mechanism is not None and not cfg.security_protocol.startswith("SASL_"):
+        raise ConfigError(
+            f"sasl_mechanism is set ({cfg.sasl_mechanism!r}) but security_protocol is "
+            f"{cfg.security_protocol!r}; use 'SASL_PLAINTEXT' or 'SASL_SSL'"
+        )
+    if cfg.security_protocol.startswith("SASL_"):
+        if cfg.sasl_mechanism is None:
+            raise ConfigError(
+                f"sasl_mechanism must be one of {', '.join(mechanisms)} when security_protocol "
+                f"is {cfg.security_protocol!r}, got None"
+            )
+        if cfg.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
+            not cfg.sasl_plain_username or cfg.sasl_plain_password is None
+        ):
+            raise ConfigError(
+                f"sasl_plain_username and sasl_plain_password must be set for sasl_mechanism "
+                f"{cfg.sasl_mechanism!r}"
+            )
+
+
+def connection_kwargs(cfg: Any) -> dict[str, Any]:
+    """Keyword arguments for kafka-python's ``KafkaNetClient`` / ``KafkaConnectionManager`` from a
+    producer's or consumer's settings: only connection-level settings."""
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": list(cfg.bootstrap_servers),
+        "client_id": cfg.effective_client_id,
+        "client_software_name": "txnproducer",
+        "client_software_version": software_version(),
+        "request_timeout_ms": cfg.request_timeout_ms,
+        "reconnect_backoff_ms": cfg.reconnect_backoff_ms,
+        "reconnect_backoff_max_ms": cfg.reconnect_backoff_max_ms,
+        "socket_connection_setup_timeout_ms": cfg.socket_connection_setup_timeout_ms,
+        "max_in_flight_requests_per_connection": cfg.max_in_flight_requests_per_connection,
+        "metadata_max_age_ms": cfg.metadata_max_age_ms,
+        "security_protocol": cfg.security_protocol,
+        "ssl_check_hostname": cfg.ssl_check_hostname,
+    }
+    optional = {
+        "sasl_mechanism": cfg.sasl_mechanism,
+        "sasl_plain_username": cfg.sasl_plain_username,
+        "sasl_plain_password": cfg.sasl_plain_password,
+        "sasl_kerberos_service_name": cfg.sasl_kerberos_service_name,
+        "sasl_kerberos_domain_name": cfg.sasl_kerberos_domain_name,
+        "ssl_cafile": cfg.ssl_cafile,
+        "ssl_certfile": cfg.ssl_certfile,
+        "ssl_keyfile": cfg.ssl_keyfile,
+        "ssl_password": cfg.ssl_password,
+        "ssl_crlfile": cfg.ssl_crlfile,
+        "ssl_context": cfg.ssl_context,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    return kwargs

@@ -421,6 +421,34 @@ class MockCluster:
                 log.set_leader(to_broker, log.leader_epoch + 1)
             self.state.notify_all()
 
+    def truncate_log(self, topic: str, partition: int, to_offset: int, new_leader: int | None = None) -> None:
+        """An unclean leader election: the partition gets a new leader (``new_leader``, default the next
+        alive broker; leader epoch + 1) whose log ends at ``to_offset`` - every record from there on is
+        gone, and the new epoch starts there. A consumer that had read past ``to_offset`` must detect it
+        (KIP-320: OffsetForLeaderEpoch answers the old epoch's end at ``to_offset``)."""
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            alive = self.state.alive_broker_ids()
+            if new_leader is None:
+                others = [b for b in alive if b != log.leader_id]
+                new_leader = others[0] if others else log.leader_id
+            if new_leader not in alive:
+                raise ValueError(f"broker {new_leader} is not alive")
+            log.truncate_to(to_offset)
+            log.set_leader(new_leader, log.leader_epoch + 1)
+            self.state.notify_all()
+
+    def corrupt_batch(self, topic: str, partition: int, offset: int) -> int:
+        """Damage the stored batch holding ``offset`` (one flipped bit: its CRC-32C no longer matches), as
+        a disk fault would; Fetch returns it as stored. Returns the batch's base offset."""
+        with self.state.lock:
+            log = self.state.partition_log(topic, partition)
+            if log is None:
+                raise ValueError(f"no partition {topic}-{partition}")
+            return log.corrupt(offset)
+
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Delete the partition's records below ``before_offset`` (as retention or DeleteRecords
         would): the log start moves there and producers whose batches all went lose their state."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .fetch_sessions import FetchSessions
 from .partition_log import PartitionLog
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,6 +91,8 @@ class ClusterState:
         self.groups: GroupCoordinator = None  # type: ignore[assignment]  # set by MockCluster
         # free-form per-cluster settings other modules may read (e.g. group timeouts)
         self.settings: dict[str, Any] = {}
+        # every broker's incremental fetch sessions (KIP-227)
+        self.fetch_sessions = FetchSessions()
         # set when the cluster closes: handlers waiting on ``cond`` should answer and return
         self.closed = False
 

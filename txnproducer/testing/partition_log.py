@@ -378,6 +378,38 @@ class PartitionLog:
         if not commit and first is not None:
             self._aborted.append(AbortedTxn(producer_id, first, offset))
 
+    def corrupt(self, offset: int) -> int:
+        """Flip a bit in the last byte of the stored batch holding ``offset`` (inside its CRC's range): a
+        disk or network fault a consumer must report. Returns the batch's base offset."""
+        idx = bisect.bisect_right(self._base_offsets, offset) - 1
+        if idx < 0 or self._batches[idx].last_offset < offset:
+            raise ValueError(f"no batch holds offset {offset} of {self.topic}-{self.partition}")
+        batch = self._batches[idx]
+        data = bytearray(batch.data)
+        data[-1] ^= 0x01
+        batch.data = bytes(data)
+        return batch.base_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset``: what an unclean leader election does to a log whose new leader never
+        had the records from there on. Batches, aborted-index entries and open transactions starting at or
+        after ``offset`` go, and so do the leader epochs that started there (the epoch cache is truncated
+        as Kafka's ``LeaderEpochFileCache.truncateFromEnd``). Simplification: producer states keep their
+        last sequences (the truncation test reads the log; it does not write after it)."""
+        offset = max(self.log_start_offset, min(offset, self.high_watermark))
+        keep = [b for b in self._batches if b.base_offset < offset]
+        self._batches = keep
+        self._base_offsets = [b.base_offset for b in keep]
+        self.high_watermark = keep[-1].last_offset + 1 if keep else offset
+        self._aborted = [a for a in self._aborted if a.last_offset < self.high_watermark]
+        self._ongoing = {pid: first for pid, first in self._ongoing.items() if first < self.high_watermark}
+        for entry in self._producers.values():
+            first = entry.current_txn_first_offset
+            if first is not None and first >= self.high_watermark:
+                entry.current_txn_first_offset = None
+        kept = [(e, start) for e, start in self._epochs if start < self.high_watermark]
+        self._epochs = kept or [self._epochs[0]]
+
     def set_leader(self, leader_id: int, leader_epoch: int) -> None:
         self.leader_id = leader_id
         if leader_epoch > self._epochs[-1][0]:  # a new leader starts its epoch at the log end

@@ -135,6 +135,8 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
             "isolation_level",
             "transaction_timeout_ms",
             "mechanism",
+            "session_id",
+            "session_epoch",
         ):
             value = getattr(request, name, None)
             if value is not None:

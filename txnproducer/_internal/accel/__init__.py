@@ -1,9 +1,10 @@
 """The optional compiled hot path: which implementation of the per-record path this process runs.
 
-Why a room of its own: the compiled extension (``_speedups.c``, built when a C compiler is there at
-install time) mirrors a few pure-Python pieces of other rooms (the record batch encoder, the
-accumulator's open-batch append, ``send()``'s common case) and is chosen once per process, here,
-before they are imported. The pure-Python modules stay the reference (same behaviour, byte-identical
+Why a room of its own: the compiled extensions (``_speedups.c`` for the send path, ``_decode.c`` for
+the read path; built when a C compiler is there at install time) mirror a few pure-Python pieces of
+other rooms (the record batch encoder, the accumulator's open-batch append, ``send()``'s common case;
+the record batch decoder of ``_internal/fetch``) and are chosen once per process, here, before
+they are imported. The pure-Python modules stay the reference (same behaviour, byte-identical
 batches; tests compare the two); the extension only ever takes the cases it knows and hands every
 other one back to them.
 
@@ -20,17 +21,17 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["ENV_VAR", "PATH", "REASON", "SPEEDUPS", "describe"]
+__all__ = ["DECODE", "ENV_VAR", "PATH", "REASON", "SPEEDUPS", "describe"]
 
 #: Set to 1 to run the pure-Python path even where the extension is built.
 ENV_VAR = "TXNPRODUCER_PURE_PYTHON"
 
 
-def _load() -> tuple[ModuleType | None, str]:
+def _load(name: str = "_speedups") -> tuple[ModuleType | None, str]:
     if os.environ.get(ENV_VAR, "") not in ("", "0"):
         return None, f"{ENV_VAR}={os.environ[ENV_VAR]}"
     try:
-        module = importlib.import_module(f"{__name__}._speedups")
+        module = importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError:  # not built: no C compiler at install time, or TXNPRODUCER_NO_EXTENSION
         return None, "the compiled extension is not built"
     except ImportError as exc:  # built for another Python, or broken
@@ -38,12 +39,23 @@ def _load() -> tuple[ModuleType | None, str]:
     return module, f"compiled extension, CRC-32C by {module.crc_implementation()}"
 
 
+def _load_decode() -> ModuleType | None:
+    """The compiled record decoder (``_decode.c``), under the same rule as ``_speedups``: never
+    on the pure-Python path, so that one switch runs all of the reference code."""
+    module, _reason = _load("_decode") if SPEEDUPS is not None else (None, "")
+    return module
+
+
 #: The extension module, or None on the pure-Python path.
 SPEEDUPS, REASON = _load()
 #: "compiled" or "pure-python".
 PATH = "compiled" if SPEEDUPS is not None else "pure-python"
+#: The compiled record batch decoder, or None (pure Python, or not built).
+DECODE = _load_decode()
 
 
 def describe() -> str:
     """One line for tools and logs: the path and why."""
-    return f"{PATH} ({REASON})"
+    decoder = "" if SPEEDUPS is None else ("; decoder compiled" if DECODE is not None
+                                            else "; decoder pure-python (the extension is not built)")
+    return f"{PATH} ({REASON}{decoder})"

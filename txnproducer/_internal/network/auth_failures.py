@@ -36,7 +36,7 @@ import kafka.errors as kerrors
 
 from txnproducer import errors
 from txnproducer._internal.network.secured import TlsHandshakeFailed
-from txnproducer.config import ProducerConfig
+from txnproducer._internal.network.settings import ConnectionSettings
 
 __all__ = ["EOF_FAILURES_BEFORE_FATAL", "ConnectionDiagnosis"]
 
@@ -73,7 +73,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 class ConnectionDiagnosis:
     """Classifies connection failures; remembers each broker's last one. Thread-safe."""
 
-    def __init__(self, config: ProducerConfig) -> None:
+    def __init__(self, config: ConnectionSettings) -> None:
         self._config = config
         self._lock = threading.Lock()
         self._eof_in_a_row: dict[Any, int] = {}

@@ -39,9 +39,9 @@ from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_sour
 from txnproducer._internal.network.redaction import install_secret_filter
 from txnproducer._internal.network.secured import EofLastTCPTransport, SecuredConnectionManager
 from txnproducer._internal.network.selector import QuietMissSelector
+from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer._internal.network.tls_context import build_ssl_context
 from txnproducer._internal.protocol import error_codes as ec
-from txnproducer.config import ProducerConfig
 
 __all__ = ["NetworkClient"]
 
@@ -63,7 +63,7 @@ class NetworkClient:
     #: reached in PLAINTEXT; tests set this to False to run kafka-python's connection path.
     direct_io_enabled = True
 
-    def __init__(self, config: ProducerConfig, client: Any = None) -> None:
+    def __init__(self, config: ConnectionSettings, client: Any = None) -> None:
         self._config = config
         install_secret_filter()
         self._cond = threading.Condition()
@@ -102,7 +102,7 @@ class NetworkClient:
         self._log = get_logger("txnproducer.network")
         self.cluster.add_listener(self._on_metadata)
 
-    def _kafka_client(self, config: ProducerConfig) -> Any:
+    def _kafka_client(self, config: ConnectionSettings) -> Any:
         """kafka-python's client, with the connection manager that reports TLS/SASL failures
         (:mod:`secured`), the TLS context built once and, for OAUTHBEARER, the token cache."""
         kwargs = config.kafka_client_kwargs()
@@ -110,8 +110,8 @@ class NetworkClient:
         if context is not None:
             kwargs["ssl_context"] = context
         if config.sasl_mechanism == "OAUTHBEARER":
-            self._token_cache = TokenCache(as_token_source(config.sasl_oauth_token_provider),
-                                           config.transactional_id)
+            name = getattr(config, "transactional_id", None) or config.effective_client_id
+            self._token_cache = TokenCache(as_token_source(config.sasl_oauth_token_provider), name)
             kwargs["sasl_oauth_token_provider"] = self._token_cache
         net = NetworkSelector(selector=QuietMissSelector, **kwargs)
         manager = SecuredConnectionManager(net, self._connection_failed, self._diagnosis.connected,

@@ -270,7 +270,7 @@ class DirectConnection:
             if end > end_of_data:
                 break
             frame = KafkaBytes(size)
-            frame[:] = buf[pos + 4:end]
+            frame[:] = memoryview(buf)[pos + 4:end]  # one copy (a slice of buf would be a second)
             pos = end
             if not self._in_flight:
                 self.close(kerrors.KafkaConnectionError(
@@ -305,7 +305,10 @@ class DirectConnection:
             future.success(response)
             if self.state == _CLOSED:  # a callback closed us: the rest was failed by close()
                 return
-        self._rbuf = bytearray(buf[pos:]) if pos < end_of_data else bytearray()
+        if pos == 0 and buf is self._rbuf:
+            return  # no frame completed: keep the buffer as it is, not a copy of it (a Fetch answer
+            # of several MB arrives in many reads; copying what came so far each time was quadratic)
+        self._rbuf = bytearray(memoryview(buf)[pos:]) if pos < end_of_data else bytearray()
 
     # -- connection lifecycle -------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.future import Future
 
-from txnproducer.config import ProducerConfig
+from txnproducer._internal.network.settings import ConnectionSettings
 
 from .connection import DirectConnection
 
@@ -32,7 +32,7 @@ __all__ = ["DirectConnections"]
 class DirectConnections:
     """The open connections by node id, the reconnect backoff of each node, and the poll."""
 
-    def __init__(self, config: ProducerConfig, selector: Any, *, broker_address: Callable[[Any], Any],
+    def __init__(self, config: ConnectionSettings, selector: Any, *, broker_address: Callable[[Any], Any],
                  api_versions_request: Callable[[int], Any],
                  on_ready: Callable[[DirectConnection, Any], None],
                  on_close: Callable[[], None]) -> None:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import ssl
 
-from txnproducer.config import ProducerConfig
+from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer.errors import ConfigError
 
 __all__ = ["build_ssl_context"]
 
 
-def build_ssl_context(config: ProducerConfig) -> ssl.SSLContext | None:
+def build_ssl_context(config: ConnectionSettings) -> ssl.SSLContext | None:
     """The context for ``config`` (None when the protocol does not use TLS)."""
     if config.security_protocol not in ("SSL", "SASL_SSL"):
         return None
@@ -38,7 +38,7 @@ def build_ssl_context(config: ProducerConfig) -> ssl.SSLContext | None:
     return context
 
 
-def _load(config: ProducerConfig, context: ssl.SSLContext) -> None:
+def _load(config: ConnectionSettings, context: ssl.SSLContext) -> None:
     if config.ssl_cafile:
         cafile = config.ssl_cafile
         _read("ssl_cafile", cafile, lambda: context.load_verify_locations(cafile=cafile))

@@ -1,6 +1,8 @@
 """ListOffsets (key 2): v1-10.
 
-Behaviour, per partition (unknown: UNKNOWN_TOPIC_OR_PARTITION; not the leader: NOT_LEADER_OR_FOLLOWER):
+Behaviour, per partition (unknown: UNKNOWN_TOPIC_OR_PARTITION; v4+ a ``current_leader_epoch`` older than the
+partition's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 is not checked); not the leader:
+NOT_LEADER_OR_FOLLOWER - in Kafka's order, ``Partition.localLogWithEpochOrThrow``):
 - timestamp -2 (earliest), -4 (earliest local) and -5 (earliest tiered): the log start offset;
 - -1 (latest): the high watermark, or the last stable offset for read_committed;
 - -3 (max timestamp): the largest batch max timestamp and the last offset of that batch;
@@ -16,8 +18,7 @@ are dropped when the response is built.
 
 Simplifications: timestamps are looked up per batch, not per record (the answer's timestamp is the
 requested one, not the found record's); one local log, so "earliest local/tiered" are the log start;
-the current leader epoch of the request is not checked (no FENCED_LEADER_EPOCH); topics are answered in the
-request's order (Kafka lists refused topics last).
+topics are answered in the request's order (Kafka lists refused topics last).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 "leader_epoch": -1,
             }
             entry["error_code"], log = led_here(state, ctx, t.name, p.partition_index, describable)
+            known = state.partition_log(t.name, p.partition_index) if describable else None
+            current = p.current_leader_epoch if v >= 4 else -1
+            if known is not None and 0 <= current < known.leader_epoch:
+                entry["error_code"], log = ec.FENCED_LEADER_EPOCH, None
+            elif known is not None and current > known.leader_epoch:
+                entry["error_code"], log = ec.UNKNOWN_LEADER_EPOCH, None
             if log is not None:
                 entry["leader_epoch"] = log.leader_epoch
                 ts = p.timestamp

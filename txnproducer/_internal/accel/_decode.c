@@ -1,0 +1,866 @@
+/*
+ * txnproducer._internal.accel._decode: the compiled record batch decoder (optional).
+ *
+ * Why C: a read_committed consumer's CPU per record is decoding: varints, two bytes objects and a
+ * record tuple per record. In Python that is a few microseconds a record; here it is the object
+ * allocations and little else (benchmarks/README.md). The reference is the pure-Python decoder,
+ * txnproducer/_internal/fetch/decoder.py (decode_pure): this file mirrors it rule for rule - the
+ * walk over complete batches, the CRC-32C check, the read_committed filtering of aborted
+ * transactions and control batches (the Java consumer's CompletedFetch), the skip below the fetch
+ * offset, the next fetch offset - and tests/unit/test_record_decoding.py compares the two on random
+ * and edge inputs, batch for batch.
+ *
+ * Why a module of its own beside _speedups.c: the send path and the read path share nothing but
+ * the CRC-32C, and one compile unit each keeps either file readable. The CRC-32C code is a copy of
+ * _speedups.c's (the same table and SSE4.2 instruction), so that neither module needs the other.
+ *
+ * decode(data, fetch_offset, aborted, topic, partition, columns) returns
+ * (records, next_offset, last_epoch, error_offset, error_reason): records is a list of the
+ * configured record type (a tuple subclass: ConsumerRecord) or, with columns, the raw columns
+ * (offsets, timestamps, timestamp types, leader epochs, keys, key starts, key lengths, values,
+ * value starts, value lengths, headers or None) as bytes objects in native byte order.
+ * Decompression calls back into Python (decoder.decompress, kafka-python's codecs).
+ *
+ * Everything runs holding the GIL; the input buffer is held (PyObject_GetBuffer) for the call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- CRC-32C (Castagnoli) */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t
+crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF]
+            ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]]
+            ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_HW_CRC 1
+static int use_hw_crc = 0;
+
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = __builtin_ia32_crc32di(c, word);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+#endif
+
+static uint32_t
+crc32c(const unsigned char *p, size_t n)
+{
+#ifdef HAVE_HW_CRC
+    if (use_hw_crc)
+        return crc32c_hw(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+#endif
+    return crc32c_sw(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+
+/* ---------------------------------------------------------------- module state */
+
+static PyTypeObject *record_type = NULL; /* ConsumerRecord: a tuple subclass of 9 fields */
+static PyObject *decompress_fn = NULL;   /* decoder.decompress(codec, bytes) -> bytes */
+static PyObject *no_headers = NULL;      /* records.NO_HEADERS: the shared empty headers */
+static PyObject *small_ints[2];          /* 0, 1: timestamp types */
+
+#define HEADER_SIZE 61
+#define CRC_FROM 21
+#define CODEC_MASK 0x07
+#define LOG_APPEND_TIME 0x08
+#define TRANSACTIONAL 0x10
+#define CONTROL 0x20
+#define RECORD_FIELDS 9
+
+static inline int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+static inline int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
+}
+
+static inline int16_t
+be16(const unsigned char *p)
+{
+    return (int16_t)((uint16_t)p[0] << 8 | (uint16_t)p[1]);
+}
+
+/* A zig-zag varint at *pos (below end): 0 on success, -1 when it runs past end or over 10 bytes. */
+static inline int
+read_varint(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p >= end)
+        return -1;
+    unsigned char c = b[p++];
+    if (c < 0x80) {
+        *out = (int64_t)(c >> 1) ^ -(int64_t)(c & 1);
+        *pos = p;
+        return 0;
+    }
+    uint64_t v = c & 0x7F;
+    int shift = 7;
+    for (;;) {
+        if (p >= end)
+            return -1;
+        c = b[p++];
+        v |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80)
+            break;
+        shift += 7;
+        if (shift > 63)
+            return -1;
+    }
+    *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+    *pos = p;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- growable buffers (columns) */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *d = PyMem_Realloc(b->data, (size_t)cap);
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_put(Buf *b, const void *p, Py_ssize_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->data + b->len, p, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+enum { C_OFFSETS, C_TIMESTAMPS, C_TYPES, C_EPOCHS, C_KEYS, C_KEY_STARTS, C_KEY_LENS, C_VALUES, C_VALUE_STARTS,
+       C_VALUE_LENS, C_COUNT };
+
+typedef struct {
+    Buf b[C_COUNT];
+    PyObject *headers; /* list aligned with the records once one has headers, else NULL */
+    Py_ssize_t n;
+} Columns;
+
+static void
+columns_free(Columns *c)
+{
+    for (int i = 0; i < C_COUNT; i++)
+        PyMem_Free(c->b[i].data);
+    Py_CLEAR(c->headers);
+}
+
+static PyObject *
+columns_raw(Columns *c)
+{
+    PyObject *t = PyTuple_New(C_COUNT + 1);
+    if (t == NULL)
+        return NULL;
+    for (int i = 0; i < C_COUNT; i++) {
+        PyObject *bytes = PyBytes_FromStringAndSize(c->b[i].data ? c->b[i].data : "", c->b[i].len);
+        if (bytes == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, bytes);
+    }
+    PyObject *h = c->headers ? c->headers : Py_None;
+    Py_INCREF(h);
+    PyTuple_SET_ITEM(t, C_COUNT, h);
+    return t;
+}
+
+/* ---------------------------------------------------------------- the walk */
+
+typedef struct {
+    const char *reason; /* set (static text) or reason_obj set: the batch is corrupt */
+    PyObject *reason_obj;
+} Verdict;
+
+#define CORRUPT(text) do { v->reason = (text); return 1; } while (0)
+
+/* Parse one record's headers into a list of (str, bytes|None); *out NULL when there are none.
+ * Returns 0, 1 (corrupt: v set) or -1 (Python error). */
+static int
+read_headers(const unsigned char *b, Py_ssize_t rec_end, Py_ssize_t *pos, int64_t n, PyObject **out, Verdict *v,
+             int make)
+{
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    if (n < 0 || n > rec_end - *pos)
+        CORRUPT("a record declares a bad number of headers");
+    PyObject *list = make ? PyList_New((Py_ssize_t)n) : NULL;
+    if (make && list == NULL)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t klen, vlen;
+        if (read_varint(b, rec_end, pos, &klen) < 0 || klen < 0 || *pos + klen > rec_end) {
+            Py_XDECREF(list);
+            CORRUPT("a header key does not fit its record");
+        }
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)b + *pos, (Py_ssize_t)klen, "strict");
+        if (name == NULL) {
+            Py_XDECREF(list);
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                return -1;
+            PyErr_Clear();
+            CORRUPT("a header key is not UTF-8");
+        }
+        *pos += (Py_ssize_t)klen;
+        if (read_varint(b, rec_end, pos, &vlen) < 0) {
+            Py_DECREF(name);
+            Py_XDECREF(list);
+            CORRUPT("a header does not fit its record");
+        }
+        PyObject *value = Py_None;
+        Py_INCREF(value);
+        if (vlen >= 0) {
+            if (*pos + vlen > rec_end) {
+                Py_DECREF(name);
+                Py_DECREF(value);
+                Py_XDECREF(list);
+                CORRUPT("a header value does not fit its record");
+            }
+            Py_DECREF(value);
+            value = PyBytes_FromStringAndSize((const char *)b + *pos, (Py_ssize_t)vlen);
+            if (value == NULL) {
+                Py_DECREF(name);
+                Py_XDECREF(list);
+                return -1;
+            }
+            *pos += (Py_ssize_t)vlen;
+        }
+        if (make) {
+            PyObject *pair = PyTuple_Pack(2, name, value);
+            Py_DECREF(name);
+            Py_DECREF(value);
+            if (pair == NULL) {
+                Py_DECREF(list);
+                return -1;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
+        } else {
+            Py_DECREF(name);
+            Py_DECREF(value);
+        }
+    }
+    *out = list;
+    return 0;
+}
+
+typedef struct {
+    PyObject *topic;
+    PyObject *partition;
+    int64_t fetch_offset;
+    int columns;
+    PyObject *list;   /* records mode */
+    Columns cols;     /* columns mode */
+} Out;
+
+static PyObject *
+new_record(Out *o, int64_t offset, int64_t ts, int ttype, PyObject *epoch, PyObject *key, PyObject *value,
+           PyObject *headers)
+{
+    PyObject *rec = record_type->tp_alloc(record_type, RECORD_FIELDS);
+    if (rec == NULL)
+        return NULL;
+    PyObject *off = PyLong_FromLongLong(offset);
+    PyObject *tso = PyLong_FromLongLong(ts);
+    if (off == NULL || tso == NULL) {
+        Py_XDECREF(off);
+        Py_XDECREF(tso);
+        Py_DECREF(rec);
+        return NULL;
+    }
+    Py_INCREF(o->topic);
+    PyTuple_SET_ITEM(rec, 0, o->topic);
+    Py_INCREF(o->partition);
+    PyTuple_SET_ITEM(rec, 1, o->partition);
+    PyTuple_SET_ITEM(rec, 2, off);
+    PyTuple_SET_ITEM(rec, 3, tso);
+    Py_INCREF(small_ints[ttype]);
+    PyTuple_SET_ITEM(rec, 4, small_ints[ttype]);
+    PyTuple_SET_ITEM(rec, 5, key);
+    PyTuple_SET_ITEM(rec, 6, value);
+    PyTuple_SET_ITEM(rec, 7, headers);
+    Py_INCREF(epoch);
+    PyTuple_SET_ITEM(rec, 8, epoch);
+    /* A record whose fields are all atoms (str, int, bytes, None, the shared empty headers) cannot be part
+     * of a reference cycle: untracked, the cyclic GC does not walk it again and again while it lives (the
+     * GC's passes over fresh records cost a third of a record's decode). CPython untracks such tuples
+     * itself, but only once a collection has walked them. */
+    if (headers == no_headers)
+        PyObject_GC_UnTrack(rec);
+    return rec;
+}
+
+/* Decode `count` records of a batch's (uncompressed) records. 0, 1 (corrupt: v set), -1 (error). */
+static int
+read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int64_t base_offset, int64_t first_ts,
+             int64_t max_ts, int log_append, int32_t epoch, Verdict *v)
+{
+    Py_ssize_t pos = 0;
+    int ttype = log_append ? 1 : 0;
+    PyObject *epoch_obj = PyLong_FromLong(epoch);
+    if (epoch_obj == NULL)
+        return -1;
+    int rc = 0;
+    for (int32_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, off_delta, key_len, value_len, n_headers;
+        if (read_varint(b, end, &pos, &length) < 0) {
+            v->reason = "its records cannot be read (a varint runs past its batch)";
+            rc = 1;
+            break;
+        }
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        if (length < 6 || length > end - pos) {
+            v->reason = "a record's length does not fit its batch";
+            rc = 1;
+            break;
+        }
+        pos += 1; /* attributes */
+        if (read_varint(b, rec_end, &pos, &ts_delta) < 0 || read_varint(b, rec_end, &pos, &off_delta) < 0
+            || read_varint(b, rec_end, &pos, &key_len) < 0) {
+            v->reason = "a record's fields do not add up to its length";
+            rc = 1;
+            break;
+        }
+        Py_ssize_t key_at = pos;
+        if (key_len > 0) {
+            if (key_len > rec_end - pos) {
+                v->reason = "a record's fields do not add up to its length";
+                rc = 1;
+                break;
+            }
+            pos += (Py_ssize_t)key_len;
+        }
+        if (read_varint(b, rec_end, &pos, &value_len) < 0) {
+            v->reason = "a record's fields do not add up to its length";
+            rc = 1;
+            break;
+        }
+        Py_ssize_t value_at = pos;
+        if (value_len > 0) {
+            if (value_len > rec_end - pos) {
+                v->reason = "a record's fields do not add up to its length";
+                rc = 1;
+                break;
+            }
+            pos += (Py_ssize_t)value_len;
+        }
+        if (read_varint(b, rec_end, &pos, &n_headers) < 0) {
+            v->reason = "a record's fields do not add up to its length";
+            rc = 1;
+            break;
+        }
+        int64_t offset = base_offset + off_delta;
+        int wanted = offset >= o->fetch_offset;
+        PyObject *headers = NULL;
+        rc = read_headers(b, rec_end, &pos, n_headers, &headers, v, wanted);
+        if (rc != 0)
+            break;
+        if (pos != rec_end || key_len < -1 || value_len < -1) {
+            Py_XDECREF(headers);
+            v->reason = "a record's fields do not add up to its length";
+            rc = 1;
+            break;
+        }
+        if (!wanted) {
+            Py_XDECREF(headers);
+            continue;
+        }
+        int64_t ts = log_append ? max_ts : first_ts + ts_delta;
+        if (o->columns) {
+            Columns *c = &o->cols;
+            int32_t ks = (int32_t)c->b[C_KEYS].len, kl = (int32_t)key_len;
+            int32_t vs = (int32_t)c->b[C_VALUES].len, vl = (int32_t)value_len;
+            int8_t tt = (int8_t)ttype;
+            if (buf_put(&c->b[C_OFFSETS], &offset, 8) < 0 || buf_put(&c->b[C_TIMESTAMPS], &ts, 8) < 0
+                || buf_put(&c->b[C_TYPES], &tt, 1) < 0 || buf_put(&c->b[C_EPOCHS], &epoch, 4) < 0
+                || buf_put(&c->b[C_KEY_STARTS], &ks, 4) < 0 || buf_put(&c->b[C_KEY_LENS], &kl, 4) < 0
+                || buf_put(&c->b[C_KEYS], b + key_at, key_len > 0 ? (Py_ssize_t)key_len : 0) < 0
+                || buf_put(&c->b[C_VALUE_STARTS], &vs, 4) < 0 || buf_put(&c->b[C_VALUE_LENS], &vl, 4) < 0
+                || buf_put(&c->b[C_VALUES], b + value_at, value_len > 0 ? (Py_ssize_t)value_len : 0) < 0) {
+                Py_XDECREF(headers);
+                rc = -1;
+                break;
+            }
+            if (headers != NULL && c->headers == NULL) {
+                c->headers = PyList_New(0);
+                for (Py_ssize_t k = 0; c->headers != NULL && k < c->n; k++)
+                    if (PyList_Append(c->headers, no_headers) < 0)
+                        Py_CLEAR(c->headers);
+                if (c->headers == NULL) {
+                    Py_DECREF(headers);
+                    rc = -1;
+                    break;
+                }
+            }
+            if (c->headers != NULL) {
+                int err = PyList_Append(c->headers, headers ? headers : no_headers);
+                Py_XDECREF(headers);
+                if (err < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+            c->n++;
+            continue;
+        }
+        PyObject *key, *value;
+        if (key_len < 0) {
+            key = Py_None;
+            Py_INCREF(key);
+        } else if ((key = PyBytes_FromStringAndSize((const char *)b + key_at, (Py_ssize_t)key_len)) == NULL) {
+            Py_XDECREF(headers);
+            rc = -1;
+            break;
+        }
+        if (value_len < 0) {
+            value = Py_None;
+            Py_INCREF(value);
+        } else if ((value = PyBytes_FromStringAndSize((const char *)b + value_at, (Py_ssize_t)value_len)) == NULL) {
+            Py_DECREF(key);
+            Py_XDECREF(headers);
+            rc = -1;
+            break;
+        }
+        if (headers == NULL) {
+            headers = no_headers;
+            Py_INCREF(headers);
+        }
+        PyObject *rec = new_record(o, offset, ts, ttype, epoch_obj, key, value, headers);
+        if (rec == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            rc = -1;
+            break;
+        }
+        int err = PyList_Append(o->list, rec);
+        Py_DECREF(rec);
+        if (err < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    Py_DECREF(epoch_obj);
+    if (rc == 0 && pos != end) {
+        v->reason = "bytes after the last of its records";
+        rc = 1;
+    }
+    return rc;
+}
+
+/* Whether a control batch's first record is an ABORT marker: 1 yes, 0 no, 2 corrupt (v set). */
+static int
+is_abort_marker(const unsigned char *b, Py_ssize_t end, Verdict *v)
+{
+    Py_ssize_t pos = 0;
+    int64_t length, ts, off, key_len;
+    if (read_varint(b, end, &pos, &length) < 0)
+        goto corrupt;
+    pos += 1;
+    if (read_varint(b, end, &pos, &ts) < 0 || read_varint(b, end, &pos, &off) < 0
+        || read_varint(b, end, &pos, &key_len) < 0)
+        goto corrupt;
+    if (key_len < 4) {
+        v->reason = "a control record without its type";
+        return 2;
+    }
+    if (pos + 4 > end)
+        goto corrupt;
+    return be16(b + pos + 2) == 0;
+corrupt:
+    v->reason = "its records cannot be read (a control record runs past its batch)";
+    return 2;
+}
+
+/* Reserve the columns for every record the complete batches declare (their headers' counts) and the
+ * values for as many bytes as the answer holds: one allocation each instead of a doubling
+ * realloc per buffer (measured: the reallocs' copies and page faults were most of a column decode). */
+static int
+presize(Columns *c, const unsigned char *b, Py_ssize_t end)
+{
+    Py_ssize_t pos = 0, n = 0;
+    while (end - pos >= HEADER_SIZE) {
+        int32_t length = be32(b + pos + 8);
+        if (length < HEADER_SIZE - 12 || length > end - pos - 12)
+            break;
+        int32_t count = be32(b + pos + 57);
+        if (count > 0)
+            n += count;
+        pos += 12 + length;
+    }
+    if (n > end)
+        n = end; /* a record takes at least a byte: a lying header cannot make us reserve more */
+    static const int widths[C_COUNT] = {8, 8, 1, 4, 0, 4, 4, 0, 4, 4};
+    for (int i = 0; i < C_COUNT; i++) {
+        Py_ssize_t want = i == C_VALUES ? end : widths[i] * n;
+        if (want && buf_reserve(&c->b[i], want) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    int64_t pid;
+    int64_t first_offset;
+} Aborted;
+
+static int
+cmp_aborted(const void *a, const void *b)
+{
+    int64_t x = ((const Aborted *)a)->first_offset, y = ((const Aborted *)b)->first_offset;
+    return (x > y) - (x < y);
+}
+
+static int
+pid_in(const int64_t *pids, Py_ssize_t n, int64_t pid)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pids[i] == pid)
+            return 1;
+    return 0;
+}
+
+static PyObject *
+mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *data, *aborted_obj, *topic, *partition;
+    long long fetch_offset;
+    int columns;
+    if (!PyArg_ParseTuple(args, "OLOOOp", &data, &fetch_offset, &aborted_obj, &topic, &partition, &columns))
+        return NULL;
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_decode.configure() was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t end = view.len;
+
+    int read_committed = aborted_obj != Py_None;
+    Aborted *queue = NULL;
+    Py_ssize_t n_queue = 0, q_at = 0;
+    int64_t *pids = NULL;
+    Py_ssize_t n_pids = 0, cap_pids = 0;
+    PyObject *result = NULL;
+    Out o;
+    memset(&o, 0, sizeof(o));
+    o.topic = topic;
+    o.partition = partition;
+    o.fetch_offset = fetch_offset;
+    o.columns = columns;
+    if (!columns && (o.list = PyList_New(0)) == NULL)
+        goto done;
+    if (read_committed) {
+        PyObject *seq = PySequence_Fast(aborted_obj, "aborted must be a sequence of (producer id, first offset)");
+        if (seq == NULL)
+            goto done;
+        n_queue = PySequence_Fast_GET_SIZE(seq);
+        queue = PyMem_Malloc(sizeof(Aborted) * (size_t)(n_queue ? n_queue : 1));
+        if (queue == NULL) {
+            Py_DECREF(seq);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n_queue; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            long long pid, first;
+            if (!PyArg_ParseTuple(item, "LL", &pid, &first)) {
+                Py_DECREF(seq);
+                goto done;
+            }
+            queue[i].pid = pid;
+            queue[i].first_offset = first;
+        }
+        Py_DECREF(seq);
+        /* stable for equal first offsets, as Python's sort (mergesort semantics are not needed: the
+         * queue is only ever drained by first offset, and equal offsets all enter together) */
+        qsort(queue, (size_t)n_queue, sizeof(Aborted), cmp_aborted);
+    }
+
+    if (columns && presize(&o.cols, b, end) < 0)
+        goto done;
+    int64_t next_offset = fetch_offset;
+    int32_t last_epoch = -1;
+    int64_t error_offset = -1;
+    Verdict v = {NULL, NULL};
+    Py_ssize_t pos = 0;
+    while (end - pos >= 12) {
+        int64_t base_offset = be64(b + pos);
+        int32_t length = be32(b + pos + 8);
+        if (length > end - pos - 12)
+            break; /* cut off by the fetch's size limit */
+        Py_ssize_t batch_end = pos + 12 + length;
+        if (length < HEADER_SIZE - 12) {
+            v.reason = "a batch length is shorter than its header";
+            error_offset = base_offset;
+            break;
+        }
+        const unsigned char *h = b + pos;
+        int32_t epoch = be32(h + 12);
+        int8_t magic = (int8_t)h[16];
+        uint32_t crc = (uint32_t)be32(h + 17);
+        int16_t attributes = be16(h + 21);
+        int32_t last_delta = be32(h + 23);
+        int64_t first_ts = be64(h + 27), max_ts = be64(h + 35), pid = be64(h + 43);
+        int32_t count = be32(h + 57);
+        if (magic != 2) {
+            v.reason = "an unsupported magic (only magic 2 record batches are read)";
+            error_offset = base_offset;
+            break;
+        }
+        if (crc32c(h + CRC_FROM, (size_t)(batch_end - pos - CRC_FROM)) != crc) {
+            v.reason = "its CRC-32C does not match its contents";
+            error_offset = base_offset;
+            break;
+        }
+        int64_t last_offset = base_offset + last_delta;
+        int codec = attributes & CODEC_MASK;
+        const unsigned char *body = h + HEADER_SIZE;
+        Py_ssize_t body_len = batch_end - pos - HEADER_SIZE;
+        PyObject *inflated = NULL;
+        if (codec) {
+            inflated = PyObject_CallFunction(decompress_fn, "iy#", codec, (const char *)body, body_len);
+            if (inflated == NULL || !PyBytes_Check(inflated)) {
+                PyObject *type, *value, *tb;
+                if (inflated == NULL) {
+                    PyErr_Fetch(&type, &value, &tb);
+                    PyErr_NormalizeException(&type, &value, &tb);
+                    PyObject *text = value ? PyObject_Str(value) : NULL;
+                    v.reason_obj = text ? PyUnicode_FromFormat("it could not be decompressed: %U", text) : NULL;
+                    Py_XDECREF(text);
+                    Py_XDECREF(type);
+                    Py_XDECREF(value);
+                    Py_XDECREF(tb);
+                    if (v.reason_obj == NULL)
+                        goto done;
+                } else {
+                    Py_DECREF(inflated);
+                    v.reason = "it could not be decompressed: the codec did not return bytes";
+                }
+                error_offset = base_offset;
+                break;
+            }
+            body = (const unsigned char *)PyBytes_AS_STRING(inflated);
+            body_len = PyBytes_GET_SIZE(inflated);
+        }
+        int control = attributes & CONTROL;
+        int skip = 0;
+        if (read_committed && pid >= 0) {
+            while (q_at < n_queue && queue[q_at].first_offset <= last_offset) {
+                if (!pid_in(pids, n_pids, queue[q_at].pid)) {
+                    if (n_pids == cap_pids) {
+                        Py_ssize_t cap = cap_pids ? cap_pids * 2 : 8;
+                        int64_t *grown = PyMem_Realloc(pids, sizeof(int64_t) * (size_t)cap);
+                        if (grown == NULL) {
+                            Py_XDECREF(inflated);
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        pids = grown;
+                        cap_pids = cap;
+                    }
+                    pids[n_pids++] = queue[q_at].pid;
+                }
+                q_at++;
+            }
+            if (control) {
+                if (count) {
+                    int abort = is_abort_marker(body, body_len, &v);
+                    if (abort == 2) {
+                        Py_XDECREF(inflated);
+                        error_offset = base_offset;
+                        break;
+                    }
+                    if (abort) {
+                        for (Py_ssize_t i = 0; i < n_pids; i++) {
+                            if (pids[i] == pid) {
+                                pids[i] = pids[--n_pids];
+                                break;
+                            }
+                        }
+                    }
+                }
+            } else if ((attributes & TRANSACTIONAL) && pid_in(pids, n_pids, pid)) {
+                skip = 1;
+            }
+        }
+        if (!control && !skip) {
+            int rc = read_records(&o, body, body_len, count, base_offset, first_ts, max_ts,
+                                  (attributes & LOG_APPEND_TIME) != 0, epoch, &v);
+            if (rc != 0) {
+                Py_XDECREF(inflated);
+                if (rc < 0)
+                    goto done;
+                error_offset = base_offset;
+                break;
+            }
+        }
+        Py_XDECREF(inflated);
+        if (last_offset + 1 > next_offset)
+            next_offset = last_offset + 1;
+        last_epoch = epoch;
+        pos = batch_end;
+    }
+
+    PyObject *items = columns ? columns_raw(&o.cols) : (Py_INCREF(o.list), o.list);
+    if (items == NULL)
+        goto done;
+    PyObject *reason;
+    if (v.reason_obj != NULL) {
+        reason = v.reason_obj;
+        v.reason_obj = NULL;
+    } else if (v.reason != NULL) {
+        reason = PyUnicode_FromString(v.reason);
+        if (reason == NULL) {
+            Py_DECREF(items);
+            goto done;
+        }
+    } else {
+        reason = Py_None;
+        Py_INCREF(reason);
+    }
+    result = Py_BuildValue("(NLiLN)", items, (long long)next_offset, (int)last_epoch, (long long)error_offset,
+                           reason);
+    Py_XDECREF(v.reason_obj);
+done:
+    PyBuffer_Release(&view);
+    PyMem_Free(queue);
+    PyMem_Free(pids);
+    Py_XDECREF(o.list);
+    columns_free(&o.cols);
+    return result;
+}
+
+static PyObject *
+mod_configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"record_type", "decompress", "no_headers", NULL};
+    PyObject *rtype, *decompress, *empty;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO", names, &rtype, &decompress, &empty))
+        return NULL;
+    if (!PyType_Check(rtype) || !PyType_IsSubtype((PyTypeObject *)rtype, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass (a NamedTuple)");
+        return NULL;
+    }
+    Py_INCREF(rtype);
+    Py_XSETREF(record_type, (PyTypeObject *)rtype);
+    Py_INCREF(decompress);
+    Py_XSETREF(decompress_fn, decompress);
+    Py_INCREF(empty);
+    Py_XSETREF(no_headers, empty);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_crc_implementation(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
+{
+#ifdef HAVE_HW_CRC
+    return PyUnicode_FromString(use_hw_crc ? "sse4.2" : "table");
+#else
+    return PyUnicode_FromString("table");
+#endif
+}
+
+static PyMethodDef module_methods[] = {
+    {"decode", mod_decode, METH_VARARGS,
+     "decode(data, fetch_offset, aborted, topic, partition, columns) -> (records, next_offset, last_epoch, "
+     "error_offset, error_reason); see txnproducer/_internal/fetch/decoder.py."},
+    {"configure", (PyCFunction)(void (*)(void))mod_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(record_type, decompress, no_headers): the Python objects the decoder builds with."},
+    {"crc_implementation", mod_crc_implementation, METH_NOARGS, "'sse4.2' or 'table'."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef decode_module = {
+    PyModuleDef_HEAD_INIT, "_decode",
+    "Compiled record batch decoder of txnproducer (optional; see txnproducer._internal.accel).", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__decode(void)
+{
+    crc_init();
+#ifdef HAVE_HW_CRC
+    __builtin_cpu_init();
+    use_hw_crc = __builtin_cpu_supports("sse4.2");
+#endif
+    small_ints[0] = PyLong_FromLong(0);
+    small_ints[1] = PyLong_FromLong(1);
+    if (small_ints[0] == NULL || small_ints[1] == NULL)
+        return NULL;
+    return PyModule_Create(&decode_module);
+}

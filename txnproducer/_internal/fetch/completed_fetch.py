@@ -1,0 +1,133 @@
+"""One partition's records from one Fetch answer, waiting to be handed out (the Java ``CompletedFetch``).
+
+Why decoded lazily: the answer arrives during a network poll, but what shape the records take -
+record objects for ``poll()``, columns for ``poll_batch()`` - is known only when the application asks.
+The records stay a view of the received frame until then, and are decoded once, whole (the compiled
+decoder is fastest in one call), in the shape asked for first; a consumer that switches API in the
+middle of a chunk gets the rest converted.
+
+Handing out moves the partition's position: past the last record handed out, and once the chunk is
+empty to the decoder's next offset, which is past control batches and aborted transactions at its end.
+A batch the decoder could not read (bad CRC, ...) ends the chunk: the records before it are handed out
+first, then the error is raised - by every ``poll()`` until the application seeks - with the position
+left at that batch.
+
+Thread rule: the polling thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.structs import TopicPartition
+
+from txnproducer.errors import CorruptRecordError
+
+from .decoder import Decoded, columns_from_records, decode_partition
+from .positions import PartitionState
+from .records import ConsumerRecord, PartitionBatch
+
+__all__ = ["CompletedFetch"]
+
+
+class CompletedFetch:
+    """See the module docstring."""
+
+    __slots__ = (
+        "_decoded",
+        "_index",
+        "_records",
+        "aborted",
+        "fetch_offset",
+        "high_watermark",
+        "started",
+        "tp",
+    )
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        records: Any,
+        aborted: list[tuple[int, int]] | None,
+        high_watermark: int,
+    ) -> None:
+        self.tp = tp
+        self.fetch_offset = fetch_offset  # the position the fetch was sent from
+        self._records: Any = records
+        self.aborted = [] if aborted is None else aborted  # read_committed: None from a broker means none
+        self.high_watermark = high_watermark
+        self._decoded: Decoded | None = None
+        self._index = 0
+        self.started = False  # records were handed out: the position is now this chunk's own
+
+    def _decode(self, columns: bool) -> Decoded:
+        decoded = self._decoded
+        if decoded is None:
+            decoded = decode_partition(
+                self._records,
+                self.fetch_offset,
+                self.aborted,
+                self.tp.topic,
+                self.tp.partition,
+                columns=columns,
+            )
+            self._decoded = decoded
+            self._records = None  # the frame may go
+        return decoded
+
+    def take(
+        self, state: PartitionState, max_records: int, columns: bool
+    ) -> list[ConsumerRecord] | PartitionBatch:
+        """Up to ``max_records`` records, as objects or as columns, and move ``state``'s position.
+        Raises :class:`CorruptRecordError` once the readable records are handed out."""
+        decoded = self._decode(columns)
+        self.started = True
+        records = decoded.records
+        count = len(records)
+        start = self._index
+        stop = min(count, start + max_records)
+        out: list[ConsumerRecord] | PartitionBatch
+        if isinstance(records, PartitionBatch):
+            out = records.slice(start, stop) if (start, stop) != (0, count) else records
+            if not columns:
+                out = out.records()
+        else:
+            out = records[start:stop] if (start, stop) != (0, count) else records
+            if columns:
+                out = columns_from_records(self.tp.topic, self.tp.partition, out)
+        self._index = stop
+        if stop > start:
+            if isinstance(out, PartitionBatch):
+                last_offset, last_epoch = int(out.offsets[-1]), int(out.leader_epochs[-1])
+            else:
+                last_offset, last_epoch = out[-1].offset, out[-1].leader_epoch
+            state.advance(last_offset + 1, last_epoch)
+        if stop == count:
+            # past the control batches and aborted data after the last record (and, before a batch
+            # that cannot be read, up to that batch: where the error says the position stays)
+            state.advance(max(decoded.next_offset, state.position or 0), decoded.last_epoch)
+            if decoded.error_offset >= 0 and stop == start:
+                raise self.error(state)
+        return out
+
+    def error(self, state: PartitionState) -> CorruptRecordError:
+        decoded = self._decoded
+        assert decoded is not None and decoded.error_offset >= 0
+        tp = self.tp
+        error = CorruptRecordError(
+            f"the record batch of {tp.topic}-{tp.partition} at offset {decoded.error_offset} cannot be read: "
+            f"{decoded.error_reason}. The records before it were returned; the position stays at "
+            f"{state.position} and every poll() raises this until you seek: seek past the batch to skip "
+            "its records knowingly, or stop the consumer",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=decoded.error_offset,
+        )
+        state.error = error
+        return error
+
+    @property
+    def exhausted(self) -> bool:
+        decoded = self._decoded
+        return decoded is not None and self._index >= len(decoded.records) and decoded.error_offset < 0

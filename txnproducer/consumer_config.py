@@ -1,0 +1,261 @@
+"""Consumer settings: one immutable, validated value object, as :class:`~txnproducer.ProducerConfig`.
+
+Why refuse settings rather than ignore them: :class:`~txnproducer.TransactionalConsumer` exists for
+exactly-once pipelines, which need committed reads and offsets committed inside the producer's
+transaction. ``isolation_level="read_uncommitted"`` would hand out records of transactions that
+later abort; ``enable_auto_commit=True`` would commit offsets outside the transaction. Either is a
+:class:`~txnproducer.ConfigError` naming the key, not a silent override.
+
+The connection and security settings are the producer's own fields (same validation, same messages,
+same defaults), taken from :class:`~txnproducer.ProducerConfig` so the two cannot drift apart. Keys
+may be given in Python spelling (``fetch_max_wait_ms``) or, through :meth:`ConsumerConfig.from_mapping`,
+in the Java/confluent spelling (``fetch.max.wait.ms``)::
+
+    ConsumerConfig(bootstrap_servers="b:9092", group_id="upper", auto_offset_reset="earliest")
+    ConsumerConfig.from_mapping({"bootstrap.servers": "b:9092", "max.poll.records": "1000"})
+
+Group membership settings (session and heartbeat timeouts, the assignor) belong to the group member
+and are added with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from txnproducer._internal.config_checks import (
+    check_sasl,
+    check_security,
+    connection_kwargs,
+    doc,
+    int_range,
+    optional_callable,
+    optional_str,
+)
+from txnproducer._internal.config_names import coerce_text, normalize_keys, redacted
+from txnproducer.config import SASL_MECHANISMS, ProducerConfig
+from txnproducer.errors import ConfigError
+
+__all__ = ["AUTO_OFFSET_RESET", "ConsumerConfig", "Deserializer"]
+
+AUTO_OFFSET_RESET = ("earliest", "latest", "none")
+Deserializer = Callable[[bytes], Any]
+
+
+def _producers(name: str) -> dict[str, Any]:
+    """The producer's field ``name`` (validator, converter, default, docs), for a consumer field."""
+    a = attrs.fields_dict(ProducerConfig)[name]
+    return dict(
+        default=a.default,
+        validator=a.validator,
+        converter=a.converter,
+        repr=a.repr,
+        eq=a.eq,
+        metadata=a.metadata,
+    )
+
+
+def _isolation_level(value: Any) -> str:
+    lowered = value.lower() if isinstance(value, str) else value
+    if lowered != "read_committed":
+        raise ConfigError(
+            f"isolation_level must be 'read_committed', got {value!r}: an exactly-once pipeline must not "
+            "read records of transactions that may still abort"
+        )
+    return "read_committed"
+
+
+def _auto_commit(_inst: Any, _attr: attrs.Attribute[bool], value: bool) -> None:
+    if value is not False:
+        raise ConfigError(
+            f"enable_auto_commit must be False, got {value!r}: the consumed offsets are committed inside the "
+            "transaction (TransactionalProducer.send_offsets_to_transaction), never by the consumer"
+        )
+
+
+def _reset(value: Any) -> str:
+    lowered = value.lower() if isinstance(value, str) else value
+    if lowered not in AUTO_OFFSET_RESET:
+        raise ConfigError(f"auto_offset_reset must be one of 'earliest', 'latest', 'none', got {value!r}")
+    return str(lowered)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ConsumerConfig:
+    """Validated settings of a :class:`~txnproducer.TransactionalConsumer`.
+
+    =========================================  ==================  ==========================================
+    key                                        default             meaning
+    =========================================  ==================  ==========================================
+    ``bootstrap_servers``                      ``localhost:9092``  brokers to learn the cluster from
+    ``client_id``                              ``None``            name in broker logs (consumer-<group>)
+    ``group_id``                               ``None``            the consumer group (committed offsets)
+    ``isolation_level``                        ``read_committed``  only ``read_committed``
+    ``enable_auto_commit``                     ``False``           only ``False``
+    ``auto_offset_reset``                      ``latest``          earliest, latest or none (raise)
+    ``fetch_min_bytes``                        ``1``               bytes a fetch waits for
+    ``fetch_max_bytes``                        ``52428800``        bytes per fetch answer
+    ``fetch_max_wait_ms``                      ``500``             longest a broker holds a fetch
+    ``max_partition_fetch_bytes``              ``1048576``         bytes per partition per fetch
+    ``max_poll_records``                       ``500``             records ``poll()`` returns at most
+    ``request_timeout_ms``                     ``30000``           wait for one broker answer
+    ``default_api_timeout_ms``                 ``60000``           bound of calls without a timeout
+    ``retry_backoff_ms`` / ``_max_ms``         ``100`` / ``1000``  retry waits
+    ``key_deserializer`` / ``value_...``       ``None``            ``Callable[[bytes], Any]``; None: bytes
+    security, reconnect, metadata settings     as the producer's   see ``ProducerConfig``
+    =========================================  ==================  ==========================================
+    """
+
+    bootstrap_servers: list[str] = attrs.field(**_producers("bootstrap_servers"))
+    client_id: str | None = attrs.field(
+        default=None,
+        validator=optional_str,
+        metadata=doc("Client name sent to brokers (logs, quotas). None: consumer-<group_id>."),
+    )
+    group_id: str | None = attrs.field(
+        default=None,
+        validator=optional_str,
+        metadata=doc(
+            "The consumer group whose committed offsets positions start from (and, with a group "
+            "member, whose membership the consumer takes part in)."
+        ),
+    )
+    isolation_level: str = attrs.field(
+        default="read_committed",
+        converter=_isolation_level,
+        metadata=doc("Only read_committed: records of aborted transactions are never returned."),
+    )
+    enable_auto_commit: bool = attrs.field(
+        default=False,
+        validator=_auto_commit,
+        metadata=doc("Only False: offsets are committed in the producer's transaction."),
+    )
+    auto_offset_reset: str = attrs.field(
+        default="latest",
+        converter=_reset,
+        metadata=doc(
+            "Where a partition without a valid position starts: earliest, latest, or none (poll "
+            "raises OffsetOutOfRangeError)."
+        ),
+    )
+    fetch_min_bytes: int = attrs.field(
+        default=1,
+        validator=int_range(0),
+        metadata=doc("Bytes a broker waits to gather before answering a fetch (up to fetch_max_wait_ms)."),
+    )
+    fetch_max_bytes: int = attrs.field(
+        default=52_428_800,
+        validator=int_range(1),
+        metadata=doc("Bytes a fetch answer may hold (the first batch always comes whole, KIP-74)."),
+    )
+    fetch_max_wait_ms: int = attrs.field(
+        default=500,
+        validator=int_range(0),
+        metadata=doc("Longest a broker holds a fetch waiting for fetch_min_bytes."),
+    )
+    max_partition_fetch_bytes: int = attrs.field(
+        default=1_048_576,
+        validator=int_range(1),
+        metadata=doc("Bytes per partition per fetch (the first batch always comes whole)."),
+    )
+    max_poll_records: int = attrs.field(
+        default=500,
+        validator=int_range(1),
+        metadata=doc("Records poll() returns at most (poll_batch's default too)."),
+    )
+    request_timeout_ms: int = attrs.field(**_producers("request_timeout_ms"))
+    default_api_timeout_ms: int = attrs.field(
+        default=60_000,
+        validator=int_range(0),
+        metadata=doc("Bound of the calls that take no timeout (position, seek_to_committed, close)."),
+    )
+    retry_backoff_ms: int = attrs.field(**_producers("retry_backoff_ms"))
+    retry_backoff_max_ms: int = attrs.field(**_producers("retry_backoff_max_ms"))
+    metadata_max_age_ms: int = attrs.field(**_producers("metadata_max_age_ms"))
+    reconnect_backoff_ms: int = attrs.field(**_producers("reconnect_backoff_ms"))
+    reconnect_backoff_max_ms: int = attrs.field(**_producers("reconnect_backoff_max_ms"))
+    socket_connection_setup_timeout_ms: int = attrs.field(**_producers("socket_connection_setup_timeout_ms"))
+    key_deserializer: Deserializer | None = attrs.field(
+        default=None,
+        validator=optional_callable,
+        metadata=doc("Turns key bytes into a value (per record: the slow path); None: bytes."),
+    )
+    value_deserializer: Deserializer | None = attrs.field(
+        default=None,
+        validator=optional_callable,
+        metadata=doc("Turns value bytes into a value (per record: the slow path); None: bytes."),
+    )
+    security_protocol: str = attrs.field(**_producers("security_protocol"))
+    sasl_mechanism: str | None = attrs.field(**_producers("sasl_mechanism"))
+    sasl_plain_username: str | None = attrs.field(**_producers("sasl_plain_username"))
+    sasl_plain_password: str | None = attrs.field(**_producers("sasl_plain_password"))
+    sasl_oauth_token_provider: Any = attrs.field(**_producers("sasl_oauth_token_provider"))
+    sasl_kerberos_service_name: str = attrs.field(**_producers("sasl_kerberos_service_name"))
+    sasl_kerberos_domain_name: str | None = attrs.field(**_producers("sasl_kerberos_domain_name"))
+    ssl_cafile: str | None = attrs.field(**_producers("ssl_cafile"))
+    ssl_certfile: str | None = attrs.field(**_producers("ssl_certfile"))
+    ssl_keyfile: str | None = attrs.field(**_producers("ssl_keyfile"))
+    ssl_password: str | None = attrs.field(**_producers("ssl_password"))
+    ssl_crlfile: str | None = attrs.field(**_producers("ssl_crlfile"))
+    ssl_ciphers: str | None = attrs.field(**_producers("ssl_ciphers"))
+    ssl_context: Any = attrs.field(**_producers("ssl_context"))
+    ssl_check_hostname: bool = attrs.field(**_producers("ssl_check_hostname"))
+
+    def __attrs_post_init__(self) -> None:
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ConfigError(
+                f"retry_backoff_max_ms must be >= retry_backoff_ms ({self.retry_backoff_ms}), "
+                f"got {self.retry_backoff_max_ms}"
+            )
+        if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
+            raise ConfigError(
+                f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms "
+                f"({self.reconnect_backoff_ms}), got {self.reconnect_backoff_max_ms}"
+            )
+        check_sasl(self, SASL_MECHANISMS)
+        check_security(self)
+
+    # --- names, as ProducerConfig ---------------------------------------------------------------
+
+    @classmethod
+    def key_names(cls) -> tuple[str, ...]:
+        return tuple(a.name for a in attrs.fields(cls))
+
+    @classmethod
+    def java_name(cls, key: str) -> str:
+        java: str = attrs.fields_dict(cls)[key].metadata.get("java") or key.replace("_", ".")
+        return java
+
+    @classmethod
+    def normalize_keys(cls, mapping: Mapping[str, Any]) -> dict[str, Any]:
+        return normalize_keys(cls, mapping)
+
+    @classmethod
+    def redacted(cls, mapping: Mapping[str, Any]) -> dict[str, Any]:
+        return redacted(cls, mapping)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> ConsumerConfig:
+        """Build from a dict of Python (``max_poll_records``) and/or Java (``max.poll.records``) names;
+        text values (a ``.properties`` file) are converted as the producer's are."""
+        return cls(
+            **{key: coerce_text(cls, key, value) for key, value in cls.normalize_keys(mapping).items()}
+        )
+
+    # --- views for the layers below -----------------------------------------------------------------
+
+    @property
+    def effective_client_id(self) -> str:
+        if self.client_id is not None:
+            return self.client_id
+        return f"consumer-{self.group_id}" if self.group_id else "consumer"
+
+    @property
+    def max_in_flight_requests_per_connection(self) -> int:
+        """The network layer's per-connection limit: a fetch per broker, plus offset lookups."""
+        return 5
+
+    def kafka_client_kwargs(self) -> dict[str, Any]:
+        return connection_kwargs(self)
