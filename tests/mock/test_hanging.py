@@ -22,19 +22,30 @@ def test_planted_transaction_holds_the_partition_and_no_id_maps_to_it(mock_clust
     state = log.producer_state(held.producer_id)
     assert state is not None and state.current_txn_first_offset == held.start_offset == 0
     # the leader keeps the batch's timestamp: 30 minutes before the call
-    assert before_ms - 30 * 60_000 - 1000 <= state.last_timestamp == held.last_timestamp <= before_ms - 30 * 60_000
+    assert (
+        before_ms - 30 * 60_000 - 1000
+        <= state.last_timestamp
+        == held.last_timestamp
+        <= before_ms - 30 * 60_000
+    )
     with mock_cluster.state.lock:
-        assert all(mock_cluster.state.txn.metadata(t).producer_id != held.producer_id  # type: ignore[union-attr]
-                   for t in mock_cluster.state.txn.transactional_ids())
+        assert all(
+            mock_cluster.state.txn.metadata(t).producer_id != held.producer_id  # type: ignore[union-attr]
+            for t in mock_cluster.state.txn.transactional_ids()
+        )
     # the planted producer id is never handed out again
-    with TransactionalProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="after") as p:
+    with TransactionalProducer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="after"
+    ) as p:
         p.init_transactions()
         assert p.producer_id != held.producer_id
 
 
 def test_forgotten_partition_stays_open_after_the_commit(mock_cluster: MockCluster) -> None:
     mock_cluster.create_topic(TOPIC, 2)
-    with TransactionalProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="lost") as p:
+    with TransactionalProducer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="lost"
+    ) as p:
         p.init_transactions()
         p.begin_transaction()
         p.send(TOPIC, b"a", partition=0).get(5)

@@ -24,12 +24,26 @@ Wire = Callable[[int], WireClient]
 TOPIC = "markers"
 
 
-def marker(producer_id: int, epoch: int, partitions: list[int], coordinator_epoch: int = 0,
-           commit: bool = False, topic: str = TOPIC) -> Any:
+def marker(
+    producer_id: int,
+    epoch: int,
+    partitions: list[int],
+    coordinator_epoch: int = 0,
+    commit: bool = False,
+    topic: str = TOPIC,
+) -> Any:
     m = WriteTxnMarkersRequest.WritableTxnMarker
-    return WriteTxnMarkersRequest[1](markers=[m(
-        producer_id=producer_id, producer_epoch=epoch, transaction_result=commit, coordinator_epoch=coordinator_epoch,
-        topics=[m.WritableTxnMarkerTopic(name=topic, partition_indexes=partitions)])])
+    return WriteTxnMarkersRequest[1](
+        markers=[
+            m(
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                transaction_result=commit,
+                coordinator_epoch=coordinator_epoch,
+                topics=[m.WritableTxnMarkerTopic(name=topic, partition_indexes=partitions)],
+            )
+        ]
+    )
 
 
 def codes(answer: Any) -> list[int]:
@@ -63,7 +77,9 @@ def test_markers_go_to_the_leader_of_an_existing_partition(mock_cluster: MockClu
     assert codes(wire(follower).send(marker(held.producer_id, 0, [0]))) == [ec.NOT_LEADER_OR_FOLLOWER]
     leader = wire(mock_cluster.leader_of(TOPIC, 0))
     assert codes(leader.send(marker(held.producer_id, 0, [5]))) == [ec.UNKNOWN_TOPIC_OR_PARTITION]
-    assert codes(leader.send(marker(held.producer_id, 0, [0], topic="nope"))) == [ec.UNKNOWN_TOPIC_OR_PARTITION]
+    assert codes(leader.send(marker(held.producer_id, 0, [0], topic="nope"))) == [
+        ec.UNKNOWN_TOPIC_OR_PARTITION
+    ]
     log = mock_cluster.state.partition_log(TOPIC, 0)
     assert log is not None and log.last_stable_offset == 0  # nothing was written by the refused ones
 
@@ -74,7 +90,9 @@ def test_leader_refuses_an_older_epoch_or_coordinator_epoch(mock_cluster: MockCl
     log = mock_cluster.state.partition_log(TOPIC, 0)
     assert log is not None
     with mock_cluster.state.lock:
-        log.write_marker(900, 3, commit=True, coordinator_epoch=5)  # the producer's state: epoch 3, coordinator 5
+        log.write_marker(
+            900, 3, commit=True, coordinator_epoch=5
+        )  # the producer's state: epoch 3, coordinator 5
     leader = wire(mock_cluster.leader_of(TOPIC, 0))
     assert codes(leader.send(marker(900, 2, [0], coordinator_epoch=5))) == [ec.INVALID_PRODUCER_EPOCH]
     assert codes(leader.send(marker(900, 3, [0], coordinator_epoch=4))) == [ec.TRANSACTION_COORDINATOR_FENCED]
@@ -87,8 +105,10 @@ def test_leader_refuses_an_older_epoch_or_coordinator_epoch(mock_cluster: MockCl
 def test_offline_partition_has_no_leader_in_metadata(mock_cluster: MockCluster, wire: Wire) -> None:
     mock_cluster.create_topic(TOPIC, 2)
     mock_cluster.set_partition_offline(TOPIC, 1)
-    request = MetadataRequest[12](topics=[MetadataRequest.MetadataRequestTopic(name=TOPIC, topic_id=None)],
-                                  allow_auto_topic_creation=False)
+    request = MetadataRequest[12](
+        topics=[MetadataRequest.MetadataRequestTopic(name=TOPIC, topic_id=None)],
+        allow_auto_topic_creation=False,
+    )
     answer = wire(1).send(request)
     parts = {p.partition_index: p for p in answer.topics[0].partitions}
     assert (parts[1].error_code, parts[1].leader_id, parts[1].isr_nodes) == (ec.LEADER_NOT_AVAILABLE, -1, [])
@@ -111,4 +131,6 @@ def test_any_replica_describes_producers(mock_cluster: MockCluster, wire: Wire, 
     answer = wire(broker).send(DescribeProducersRequest[0](topics=[t(name=TOPIC, partition_indexes=[0])]))
     (part,) = answer.topics[0].partitions
     assert part.error_code == ec.NONE
-    assert [(p.producer_id, p.current_txn_start_offset) for p in part.active_producers] == [(held.producer_id, 0)]
+    assert [(p.producer_id, p.current_txn_start_offset) for p in part.active_producers] == [
+        (held.producer_id, 0)
+    ]
