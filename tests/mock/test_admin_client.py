@@ -14,9 +14,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KafkaTopicPartition
 
+from tests._support.readers import CommittedReader
 from txnproducer import TransactionalProducer
 from txnproducer.admin import (
     BrokerTooOldError,
@@ -69,40 +68,6 @@ def offsets(cluster: MockCluster, topic: str, partition: int) -> tuple[int, int]
         return log.last_stable_offset, log.high_watermark
 
 
-class CommittedReader:
-    """A kafka-python read_committed consumer of one partition, read up to its end offsets."""
-
-    def __init__(self, cluster: MockCluster, topic: str, partition: int) -> None:
-        self.tp = KafkaTopicPartition(topic, partition)
-        self.consumer = KafkaConsumer(
-            bootstrap_servers=cluster.bootstrap_servers,
-            isolation_level="read_committed",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            group_id=None,
-        )
-        self.consumer.assign([self.tp])
-        self.consumer.seek_to_beginning(self.tp)
-        self.values: list[bytes] = []
-
-    def end(self) -> int:
-        """The read_committed end offset: the last stable offset."""
-        return int(self.consumer.end_offsets([self.tp])[self.tp])
-
-    def read_to_end(self) -> int:
-        """Read until the position reaches the last stable offset (bounded); return the position."""
-        end = self.end()
-        deadline = time.monotonic() + TIMEOUT_S
-        while self.consumer.position(self.tp) < end:
-            assert time.monotonic() < deadline, f"stuck at {self.consumer.position(self.tp)} < {end}"
-            for records in self.consumer.poll(timeout_ms=200).values():
-                self.values.extend(r.value for r in records)
-        return int(self.consumer.position(self.tp))
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
 @pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True)
 def test_forgotten_transaction_is_found_aborted_and_the_consumer_moves_on(
     mock_cluster: MockCluster, admin: TransactionsAdmin, topic: str
@@ -111,7 +76,7 @@ def test_forgotten_transaction_is_found_aborted_and_the_consumer_moves_on(
     commit(mock_cluster, topic, 0, b"before", "writer-1")
     held = mock_cluster.plant_hanging_transaction(topic, 0, records=2)
     commit(mock_cluster, topic, 0, b"after", "writer-1")
-    reader = CommittedReader(mock_cluster, topic, 0)
+    reader = CommittedReader(mock_cluster.bootstrap_servers, topic, 0)
     try:
         assert reader.read_to_end() == held.start_offset  # held back at the hanging transaction
         assert reader.values == [b"before"]
