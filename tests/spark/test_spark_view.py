@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Iterator
 
+import attrs
 import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
@@ -138,6 +139,15 @@ def test_a_driver_stopped_after_the_commit_point_shows_the_unfinished_decision(
         "batch 4 was decided (commit) but not finished: 1 of its 2 transactions are still open - the driver"
         " stopped after the commit point; a restarted query completes them."
     )
+
+
+def test_another_query_whose_prefix_extends_this_one_is_left_out(
+    cluster: MockCluster, options: SinkOptions, admin: TransactionsAdmin
+) -> None:
+    other = attrs.evolve(options, transactional_id_prefix=f"{protocol.PREFIX}-other")
+    protocol.attempt(other, 0, 0, 0, [b"theirs"])  # q1-other-0-0: open, not q1's
+    status = spark_sink_status(admin, protocol.PREFIX)
+    assert status.transactions == () and status.offsets == {}
 
 
 def test_a_query_without_decisions_is_said_so(

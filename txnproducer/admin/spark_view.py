@@ -179,7 +179,9 @@ def spark_sink_status(
         latest = state.latest_decision(prefix)
         start = 0 if latest is None else max(latest.announce_to, latest.announce_from)
         announced, _ = state.announcements(prefix, start)
-    listed, descriptions = admin.describe_prefix(prefix + "-")
+    listed, described = admin.describe_prefix(prefix + "-")
+    # the pool's ids only: another query whose prefix starts with "<prefix>-" is not this one
+    descriptions = [d for d in described if _slot_of(prefix, d.transactional_id) != (None, None)]
     last_announcement = {a.transactional_id: a for a in announced}
     decided = {(s.transactional_id, s.producer_id, s.epoch) for s in (latest.states if latest else ())}
     open_parts = sorted({tp for d in descriptions if d.is_open for tp in d.partitions})
