@@ -185,3 +185,43 @@ def test_an_unreachable_cluster_is_a_timeout_naming_the_bound(capsys: pytest.Cap
     )
     line = one_error_line(capsys.readouterr().err)
     assert "not done within 800 ms (default.api.timeout.ms)" in line and f"127.0.0.1:{port}" in line
+
+
+def test_a_missing_acl_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with MockCluster(
+        num_brokers=1, sasl_mechanisms=["PLAIN"], users={"alice": "alice-pw"}, acls=[]
+    ) as cluster:
+        cluster.create_topic("orders", 1)
+        held = cluster.plant_hanging_transaction("orders", 0)
+        config = tmp_path / "alice.properties"
+        config.write_text(
+            f"bootstrap.servers={cluster.bootstrap_servers}\nsecurity.protocol=SASL_PLAINTEXT\n"
+            "sasl.mechanism=PLAIN\nsasl.plain.username=alice\nsasl.plain.password=alice-pw\n"
+        )
+        base = ["--command-config", str(config), "--timeout-ms", "5000"]
+        assert main(["transactions", "describe", *base, "--transactional-id", "app-1"]) == EXIT_ERROR
+        line = one_error_line(capsys.readouterr().err)
+        assert "(TRANSACTIONAL_ID_AUTHORIZATION_FAILED): grant Describe on TransactionalId 'app-1'" in line
+        cluster.add_acl("User:alice", "topic", "orders", "Read")
+        cluster.add_acl("User:alice", "transactional_id", "*", "Describe")
+        abort = [
+            "transactions",
+            "abort",
+            *base,
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+            "--start-offset",
+            "0",
+        ]
+        assert main([*abort, "--confirm"]) == EXIT_ERROR
+        captured = capsys.readouterr()
+        assert captured.out.startswith("plan: write an ABORT marker on orders-0")
+        assert one_error_line(captured.err).endswith(
+            "(CLUSTER_AUTHORIZATION_FAILED): grant Alter or ClusterAction on the Cluster (usually only"
+            " brokers and super users have it)"
+        )
+        assert "alice-pw" not in captured.out + captured.err
+        log = cluster.state.partition_log("orders", 0)
+        assert log is not None and log.last_stable_offset == held.start_offset  # nothing written
