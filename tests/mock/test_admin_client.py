@@ -315,3 +315,10 @@ def test_filters_a_broker_cannot_apply_are_refused_not_dropped(
     with pytest.raises(BrokerTooOldError, match=f"broker {plan.leader_id} does not speak WriteTxnMarkers"):
         admin.abort(plan)
     assert offsets(mock_cluster, topic, 1) == (0, 1)
+    # a broker without ListTransactions at all (before Kafka 3.0)
+    mock_cluster.set_broker_api_versions(old, {"ListTransactions": (1, 0)})
+    mock_cluster.drop_connections(old)
+    with pytest.raises(
+        BrokerTooOldError, match=r"does not speak ListTransactions \(API key 66, Kafka 3.0\+, KIP-664\)"
+    ):
+        admin.list_transactions()

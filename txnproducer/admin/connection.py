@@ -37,6 +37,8 @@ from .settings import AdminSettings
 
 __all__ = ["AdminConnection", "Deadline"]
 
+#: the Kafka release that brought the admin APIs a broker may lack, for the error that says so
+_SINCE = {61: ", Kafka 3.0+, KIP-664", 65: ", Kafka 3.0+, KIP-664", 66: ", Kafka 3.0+, KIP-664"}
 _POLL_S = 0.1  # the longest single network wait; a wait returns earlier on any I/O
 # what a request can fail with before an answer: the connection broke or the broker did not answer in
 # request_timeout_ms; sent again (to a fresh connection) while the call's deadline allows
@@ -153,9 +155,10 @@ class AdminConnection:
             self._connect(node, deadline, what)
             broker_max = self.max_version(node, request_cls.API_KEY)
             if broker_max is None or broker_max < request_cls.min_version:
+                since = _SINCE.get(request_cls.API_KEY, "")
                 raise BrokerTooOldError(
                     f"{what}: broker {node} does not speak {_api_name(request_cls)} (API key"
-                    f" {request_cls.API_KEY}); upgrade it"
+                    f" {request_cls.API_KEY}{since}); upgrade it"
                 )
             request = build(min(broker_max, request_cls.max_version))
             future = self._net.send(node, request, direct=False)
