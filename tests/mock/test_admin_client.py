@@ -322,3 +322,29 @@ def test_filters_a_broker_cannot_apply_are_refused_not_dropped(
         BrokerTooOldError, match=r"does not speak ListTransactions \(API key 66, Kafka 3.0\+, KIP-664\)"
     ):
         admin.list_transactions()
+
+
+def test_a_plan_whose_transaction_ended_meanwhile_writes_nothing(
+    mock_cluster: MockCluster, admin: TransactionsAdmin, topic: str
+) -> None:
+    mock_cluster.create_topic(topic, 1)
+    held = mock_cluster.plant_hanging_transaction(topic, 0)
+    first = admin.plan_abort(topic=topic, partition=0, start_offset=held.start_offset)
+    second = admin.plan_abort(topic=topic, partition=0, start_offset=held.start_offset)
+    admin.abort(first)
+    markers = offsets(mock_cluster, topic, 0)[1]
+    with pytest.raises(NothingToAbortError, match="is no longer open there; nothing was written"):
+        admin.abort(second)
+    assert offsets(mock_cluster, topic, 0)[1] == markers  # no second marker
+
+    # fencing: the planned transaction committed, and a new one began - it is not the one named
+    with producer(mock_cluster, f"{topic}-busy") as p:
+        p.begin_transaction()
+        p.send(topic, b"1", partition=0).get(TIMEOUT_S)
+        plan = admin.plan_abort(transactional_id=f"{topic}-busy")
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(topic, b"2", partition=0).get(TIMEOUT_S)
+        with pytest.raises(NothingToAbortError, match="is no longer the open one"):
+            admin.abort(plan)
+        p.commit_transaction()  # not fenced: nothing was aborted

@@ -76,6 +76,7 @@ class FenceAbortPlan:
     timeout_ms: int
     partitions: tuple[TopicPartition, ...]
     duration_ms: int | None
+    start_time_ms: int | None = None
 
     def describe(self) -> str:
         running = "" if self.duration_ms is None else f" (open for {_age(self.duration_ms)})"
@@ -188,12 +189,20 @@ def plan_fence(conn: AdminConnection, transactional_id: str, deadline: Deadline)
         d.timeout_ms,
         d.partitions,
         d.duration_ms(int(time.time() * 1000)),
+        d.start_time_ms,
     )
 
 
 def execute(conn: AdminConnection, plan: MarkerAbortPlan | FenceAbortPlan, deadline: Deadline) -> AbortResult:
     """Do what ``plan`` says (the plan's ``describe()``) and report what came of it."""
     if isinstance(plan, FenceAbortPlan):
+        now = describe_transactions(conn, [plan.transactional_id], deadline)[plan.transactional_id]
+        seen = None if now is None else (now.state, now.producer_id, now.producer_epoch, now.start_time_ms)
+        if seen != ("Ongoing", plan.producer_id, plan.producer_epoch, plan.start_time_ms):
+            raise NothingToAbortError(
+                f"the transaction of {plan.transactional_id!r} that was planned is no longer the open one"
+                f" (now: state, producer id, epoch, start time = {seen}); nothing was aborted: plan again"
+            )
         pid, epoch = fence_transactional_id(conn, plan.transactional_id, plan.timeout_ms, deadline)
         after = describe_transactions(conn, [plan.transactional_id], deadline)[plan.transactional_id]
         state = "unknown" if after is None else after.state
@@ -203,6 +212,17 @@ def execute(conn: AdminConnection, plan: MarkerAbortPlan | FenceAbortPlan, deadl
             f" {state}; its transaction was aborted by the coordinator",
         )
     h = plan.hanging
+    # the planned transaction must still be the one open there (a producer may have moved on meanwhile)
+    still = describe_producers(conn, [h.partition], deadline)[h.partition].open_transactions
+    if not any(
+        (p.producer_id, p.producer_epoch, p.txn_start_offset)
+        == (h.producer_id, h.producer_epoch, h.start_offset)
+        for p in still
+    ):
+        raise NothingToAbortError(
+            f"the transaction of producer {h.producer_id} planned on {h.partition} (epoch {h.producer_epoch},"
+            f" from offset {h.start_offset}) is no longer open there; nothing was written"
+        )
     leader = plan.leader_id
     while True:
         code = write_abort_marker(
