@@ -1,8 +1,10 @@
-"""The ``txnproducer`` command: a demo, a standalone mock cluster, and a benchmark.
+"""The ``txnproducer`` command: a demo, a standalone mock cluster, a benchmark, and the admin tools.
 
 Why a CLI at all: ``txnproducer demo`` is the quickest proof that exactly-once works end to end
 (commit, abort, commit; a ``read_committed`` consumer sees only the committed records), and
-``txnproducer mock-cluster`` lets other clients (Java, librdkafka, kcat) talk to the mock.
+``txnproducer mock-cluster`` lets other clients (Java, librdkafka, kcat) talk to the mock;
+``txnproducer transactions`` and ``txnproducer spark status`` are the operator's tools
+(``txnproducer.admin``).
 
 Heavy imports (the producer, the mock cluster, kafka-python's consumer) happen inside the
 sub-commands so that ``txnproducer --help`` is instant and a broken optional part cannot break the
@@ -187,7 +189,7 @@ def _demo_sort_key(value: str) -> tuple[str, int]:
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="txnproducer",
-        description="Exactly-once transactional Kafka producer: demo, mock cluster, benchmarks.",
+        description="Exactly-once transactional Kafka producer: demo, mock cluster, benchmarks, admin tools.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -220,13 +222,29 @@ def _build_parser() -> argparse.ArgumentParser:
         add_help=False,
         prefix_chars="\0",
     ).add_argument("args", nargs=argparse.REMAINDER)
+
+    sub.add_parser(
+        "transactions",
+        help="list, describe, find hanging and abort transactions (see 'txnproducer transactions --help')",
+        add_help=False,
+        prefix_chars="\0",
+    ).add_argument("args", nargs=argparse.REMAINDER)
+
+    sub.add_parser(
+        "spark",
+        help="the PySpark sink's transactions: 'txnproducer spark status --help'",
+        add_help=False,
+        prefix_chars="\0",
+    ).add_argument("args", nargs=argparse.REMAINDER)
     return parser
 
 
-# Sub-commands implemented elsewhere; each module's main(argv) parses its own options.
+# Sub-commands implemented elsewhere: (module, function); each function(argv) parses its own options.
 _DELEGATES = {
-    "mock-cluster": "txnproducer.testing.standalone",
-    "perf": "txnproducer.perf",
+    "mock-cluster": ("txnproducer.testing.standalone", "main"),
+    "perf": ("txnproducer.perf", "main"),
+    "transactions": ("txnproducer.admin.cli", "transactions_main"),
+    "spark": ("txnproducer.admin.cli", "spark_main"),
 }
 
 
@@ -250,8 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_demo(args.bootstrap, args.transaction_version)
         return 0 if result.ok else 1
     if args.command in _DELEGATES:
-        module = importlib.import_module(_DELEGATES[args.command])
-        code: int | None = module.main(list(args.args))
+        module_name, function = _DELEGATES[args.command]
+        module = importlib.import_module(module_name)
+        code: int | None = getattr(module, function)(list(args.args))
         return int(code or 0)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands
 

@@ -17,8 +17,43 @@ from kafka.structs import TopicPartition
 
 from txnproducer.testing.wire_client import WireClient
 
-__all__ = ["assert_no_open_transaction", "end_offsets", "read_all", "read_values", "transaction_state",
-           "wire_to"]
+__all__ = ["CommittedReader", "assert_no_open_transaction", "end_offsets", "read_all", "read_values",
+           "transaction_state", "wire_to"]
+
+
+class CommittedReader:
+    """One kafka-python ``read_committed`` consumer of one partition, kept open: read up to the last
+    stable offset now, and again later - to see it stop at an open transaction, then move on once the
+    transaction ended. ``client``: kafka-python settings (security)."""
+
+    def __init__(self, bootstrap: str, topic: str, partition: int, wait_s: float = 30.0,
+                 **client: Any) -> None:
+        self.tp = TopicPartition(topic, partition)
+        self.wait_s = wait_s
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                                      enable_auto_commit=False, auto_offset_reset="earliest", group_id=None,
+                                      fetch_max_wait_ms=50, **client)
+        self.consumer.assign([self.tp])
+        self.consumer.seek_to_beginning(self.tp)
+        self.values: list[bytes] = []
+
+    def end(self) -> int:
+        """The read_committed end offset: the last stable offset."""
+        return int(self.consumer.end_offsets([self.tp])[self.tp])
+
+    def read_to_end(self) -> int:
+        """Read until the position reaches the last stable offset (bounded by ``wait_s``); return the
+        position."""
+        end = self.end()
+        deadline = time.monotonic() + self.wait_s
+        while self.consumer.position(self.tp) < end:
+            assert time.monotonic() < deadline, f"stuck at {self.consumer.position(self.tp)} < {end}"
+            for records in self.consumer.poll(timeout_ms=200).values():
+                self.values.extend(r.value for r in records)
+        return int(self.consumer.position(self.tp))
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int,

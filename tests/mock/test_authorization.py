@@ -392,3 +392,29 @@ def test_super_users_and_clusters_without_an_authorizer_are_allowed_everything(
     with MockCluster(num_brokers=1) as open_cluster, connect(open_cluster) as client:
         open_cluster.create_topic("secret", 1)
         assert codes(_produce(client, False, {"secret": 1}).responses[0].partition_responses) == [0]
+
+
+# ---------------------------------------------------------------------------------------- WriteTxnMarkers
+def test_write_txn_markers_needs_alter_or_cluster_action_on_the_cluster(cluster: MockCluster,
+                                                                         login: Login) -> None:
+    """KafkaApis.handleWriteTxnMarkersRequest: Alter on the cluster, else ClusterAction; refused, every
+    partition answers CLUSTER_AUTHORIZATION_FAILED and no marker is written."""
+    held = cluster.plant_hanging_transaction("orders", 0)
+    log = cluster.state.partition_log("orders", 0)
+    assert log is not None
+    alice = login()
+    cluster.add_acl(ALICE, "topic", "*", "All")  # topic ACLs do not help
+
+    def abort(partitions: list[int]) -> list[int]:
+        answer = alice.send(req("WriteTxnMarkers", 1, markers=[{
+            "producer_id": held.producer_id, "producer_epoch": 0, "transaction_result": False,
+            "coordinator_epoch": 0, "topics": [{"name": "orders", "partition_indexes": partitions}]}]))
+        return [p.error_code for m in answer.markers for t in m.topics for p in t.partitions]
+
+    assert abort([0, 1]) == [CLUSTER_AUTH, CLUSTER_AUTH]
+    assert log.last_stable_offset == 0
+    for operation in ("ClusterAction", "Alter"):
+        cluster.add_acl(ALICE, "cluster", "kafka-cluster", operation)
+        assert abort([0]) == [0]
+        cluster.remove_acl(ALICE, "cluster", "kafka-cluster", operation)
+    assert log.last_stable_offset == log.high_watermark

@@ -88,6 +88,14 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer._internal.log", "txnproducer._internal.network.redaction",
     )),
     ("txnproducer.testing", ("txnproducer._internal.protocol", "txnproducer._internal.log")),
+    # the operator's tools: a client of the cluster on the producer's network, reading the sink's state
+    ("txnproducer.admin", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal.network",
+        "txnproducer._internal.protocol", "txnproducer._internal.log",
+        "txnproducer._internal.properties_file",
+        "txnproducer.spark.decision", "txnproducer.spark.state_topic", "txnproducer.spark.options",
+        "txnproducer.spark.id_pool",
+    )),
     # the public entry points and tools may use any room
     ("txnproducer", ("txnproducer",)),
 ]

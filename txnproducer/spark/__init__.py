@@ -17,23 +17,38 @@ version's commit log (``legacy``, ``commit_log``) and the fault hook its tests k
 What it may import: the public producer API (``txnproducer.producer``, ``config``, ``errors``,
 ``prepared``), ``_internal.log``, ``_internal.network.redaction`` (the secret filter, for its own
 kafka-python clients), kafka-python, pyarrow and PySpark - never the producer's internals.
+
+PySpark is imported only by the data source and the task (``sink``, ``task``): the state topic's
+readers (``decision``, ``state_topic``, ``options``, ``id_pool``) work without it, so that
+``txnproducer spark status`` runs on a machine that only watches the pipeline. ``TxnKafkaDataSource``,
+``TxnKafkaCommitMessage`` and :func:`register` raise an ImportError naming the extra when it is missing.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-try:
-    import pyspark.sql.datasource  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "txnproducer.spark needs PySpark 4.x: pip install 'txnproducer[spark]'"
-    ) from exc
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .completion import SinkCommitError
 from .id_pool import PoolExhaustedError, pool_bound
-from .sink import TxnKafkaDataSource
-from .task import TxnKafkaCommitMessage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sink import TxnKafkaDataSource
+    from .task import TxnKafkaCommitMessage
+
+_NEEDS_PYSPARK = {"TxnKafkaDataSource": ".sink", "TxnKafkaCommitMessage": ".task"}
+
+
+def __getattr__(name: str) -> Any:
+    """The classes that need PySpark, imported on first use (module docstring)."""
+    module = _NEEDS_PYSPARK.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        import pyspark.sql.datasource  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("txnproducer.spark needs PySpark 4.x: pip install 'txnproducer[spark]'") from exc
+    return getattr(importlib.import_module(module, __name__), name)
 
 __all__ = [
     "PoolExhaustedError",
@@ -47,4 +62,4 @@ __all__ = [
 
 def register(spark: Any) -> None:
     """Register the ``txnkafka`` data source with a SparkSession."""
-    spark.dataSource.register(TxnKafkaDataSource)
+    spark.dataSource.register(__getattr__("TxnKafkaDataSource"))

@@ -38,6 +38,7 @@ from . import api_messages, handlers
 from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
+from .hanging import PlantedTransaction, forget_partition, plant_orphan
 from .request_log import RequestLog, RequestLogEntry
 from .security.acl import Acl, Authorizer
 from .security.listener import ListenerSecurity
@@ -457,6 +458,27 @@ class MockCluster:
             if log is None:
                 raise ValueError(f"no partition {topic}-{partition}")
             log.delete_before(before_offset)
+
+    def set_partition_offline(self, topic: str, partition: int, offline: bool = True) -> None:
+        """Leave a partition without a leader (Metadata: LEADER_NOT_AVAILABLE, leader -1), as when every
+        replica is down, until called again with ``offline=False``."""
+        with self.state.lock:
+            self.state.set_offline(topic, partition, offline)
+
+    def plant_hanging_transaction(self, topic: str, partition: int, age_ms: int = 1_200_000,
+                                  records: int = 1) -> PlantedTransaction:
+        """Leave ``topic-partition`` holding an open transaction of a producer id no transactional id maps
+        to, its records time-stamped ``age_ms`` ago (default 20 min: past Kafka's default
+        ``transaction.max.timeout.ms``): a hanging transaction (``hanging.py``); only an ABORT marker
+        (WriteTxnMarkers) ends it."""
+        with self.state.lock:
+            return plant_orphan(self.state, topic, partition, age_ms, records)
+
+    def forget_transaction_partition(self, transactional_id: str, topic: str, partition: int) -> None:
+        """Make the coordinator forget ``topic-partition`` in ``transactional_id``'s ongoing transaction:
+        its end writes no marker there, and the partition keeps a hanging transaction."""
+        with self.state.lock:
+            forget_partition(self.state, transactional_id, topic, partition)
 
     def drop_connections(self, broker_id: int | None = None) -> None:
         """Close every client connection now (of one broker, or of all); clients must reconnect."""

@@ -182,15 +182,28 @@ class ClusterState:
         return [ids[(start + i) % len(ids)] for i in range(len(ids))]
 
     def rebalance_leaders(self) -> None:
-        """Move leadership off dead brokers and back to preferred leaders; bump epochs on every move."""
+        """Move leadership off dead brokers and back to preferred leaders; bump epochs on every move.
+        An offline partition keeps no leader (-1)."""
         for topic in self.topics.values():
             for log in topic.partitions:
+                if log.offline:
+                    continue
                 wanted = self._ring_pick(
                     sorted(self.brokers).index(self.replicas_of(topic.name, log.partition)[0])
                 )
                 if wanted != log.leader_id:
                     log.set_leader(wanted, log.leader_epoch + 1)
         self.notify_all()
+
+    def set_offline(self, topic: str, partition: int, offline: bool) -> None:
+        """Take a partition offline (no leader, as when every replica is down) or bring it back."""
+        log = self.partition_log(topic, partition)
+        if log is None:
+            raise ValueError(f"no partition {topic}-{partition}")
+        log.offline = offline
+        if offline:
+            log.set_leader(-1, log.leader_epoch + 1)
+        self.rebalance_leaders()
 
     # ----------------------------------------------------------- coordinators
     def coordinator_for(self, key_type: int, key: str) -> int:

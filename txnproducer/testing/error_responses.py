@@ -174,6 +174,18 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
             ]
     elif api_key == 26:
         v.update(error_code=code, producer_id=-1, producer_epoch=-1)
+    elif api_key == 27:
+        v["markers"] = [
+            {
+                "producer_id": m.producer_id,
+                "topics": [
+                    {"name": t.name,
+                     "partitions": [{"partition_index": p, "error_code": code} for p in t.partition_indexes]}
+                    for t in m.topics
+                ],
+            }
+            for m in request.markers
+        ]
     elif api_key == 32:
         v["results"] = [
             {

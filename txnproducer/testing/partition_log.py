@@ -155,6 +155,8 @@ class PartitionLog:
         self.partition = partition
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
+        # no replica can lead (MockCluster.set_partition_offline): leader -1 until it is back
+        self.offline = False
         self.log_start_offset = 0
         self.high_watermark = 0
         self._batches: list[StoredBatch] = []
@@ -347,6 +349,29 @@ class PartitionLog:
         if batch.transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = base
             self._ongoing[pid] = base
+
+    def check_marker(self, producer_id: int, producer_epoch: int,
+                     coordinator_epoch: int) -> AppendResult | None:
+        """Why the leader would refuse a COMMIT/ABORT marker from WriteTxnMarkers, or None (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker``): an epoch below the producer's epoch here is
+        INVALID_PRODUCER_EPOCH, a coordinator epoch below the one of its last marker
+        TRANSACTION_COORDINATOR_FENCED. A producer unknown here, or without an open transaction, is
+        no reason: Kafka appends the marker anyway (it changes nothing for readers)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return None
+        where = f"producer {producer_id} at offset {self.high_watermark} in {self.topic}-{self.partition}"
+        if producer_epoch < entry.producer_epoch:
+            return AppendResult(
+                ec.INVALID_PRODUCER_EPOCH,
+                error_message=(f"Epoch of {where} is {producer_epoch}, which is smaller than the last seen"
+                               f" epoch {entry.producer_epoch}"))
+        if coordinator_epoch < entry.coordinator_epoch:
+            return AppendResult(
+                ec.TRANSACTION_COORDINATOR_FENCED,
+                error_message=(f"Invalid coordinator epoch for {where}: {coordinator_epoch} (zombie),"
+                               f" {entry.coordinator_epoch} (current)"))
+        return None
 
     def write_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int

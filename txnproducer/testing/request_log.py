@@ -109,6 +109,10 @@ def _partitions(request: Any, api_key: int) -> list[tuple[str, int]]:
     elif api_key in (8, 28):
         for topic in request.topics:
             out.extend((topic.name, p.partition_index) for p in topic.partitions)
+    elif api_key == 27:
+        for marker in request.markers:
+            for topic in marker.topics:
+                out.extend((topic.name, p) for p in topic.partition_indexes)
     elif api_key == 1:
         for topic in request.topics:
             name = getattr(topic, "topic", None) or str(getattr(topic, "topic_id", ""))
@@ -151,6 +155,11 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
                 fields["transactional_id"] = txn.transactional_id
                 fields["producer_id"] = txn.producer_id
                 fields["producer_epoch"] = txn.producer_epoch
+        if api_key == 27 and request.markers:
+            marker = request.markers[0]
+            fields.update(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                          committed=bool(marker.transaction_result),
+                          coordinator_epoch=marker.coordinator_epoch)
         parts = _partitions(request, api_key)
         if parts:
             fields["partitions"] = parts

@@ -47,6 +47,7 @@ from . import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from .api import Api, Handler, RequestContext
 
@@ -91,6 +92,7 @@ HANDLERS: tuple[Api, ...] = (
     add_partitions_to_txn.API,  # 24
     add_offsets_to_txn.API,  # 25
     end_txn.API,  # 26
+    write_txn_markers.API,  # 27
     txn_offset_commit.API,  # 28
     describe_configs.API,  # 32
     sasl_authenticate.API,  # 36

@@ -2,14 +2,19 @@
 
 Behaviour: per requested partition, the producer state its leader keeps (``PartitionLog.producer_states``):
 producer id and epoch, last sequence, last timestamp, coordinator epoch of the last marker, and the first
-offset of the ongoing transaction (-1 when none). Unknown partition: UNKNOWN_TOPIC_OR_PARTITION; not the
-leader: NOT_LEADER_OR_FOLLOWER.
+offset of the ongoing transaction (-1 when none). Unknown partition: UNKNOWN_TOPIC_OR_PARTITION. Any
+replica answers, as in Kafka (``ReplicaManager.activeProducerState``: a follower answers from its own
+replica, which is what ``kafka-transactions.sh describe-producers --broker-id`` asks); a broker that is no
+replica, or a partition without an online log (``MockCluster.set_partition_offline``), answers
+NOT_LEADER_OR_FOLLOWER.
 
 Authorization (KafkaApis.handleDescribeProducersRequest): Read on each topic, before its existence is checked;
 a refused topic's partitions are TOPIC_AUTHORIZATION_FAILED with Kafka's message.
 
-Simplifications: producer state never expires (``producer.id.expiration.ms`` is only reported, not
-applied); the coordinator epoch is 0 for every marker this mock writes.
+Simplifications: every broker is a replica of every partition and replication is instant, so a follower
+answers with exactly the leader's state (a real follower may lag); producer state never expires
+(``producer.id.expiration.ms`` is only reported, not applied); the coordinator epoch is 0 for every
+marker this mock writes.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                     }
                 )
                 continue
-            if log.leader_id != ctx.broker_id:
+            if log.offline or ctx.broker_id not in state.replicas_of(t.name, p):
                 parts.append(
                     {
                         "partition_index": p,

@@ -9,7 +9,10 @@ Behaviour:
   - and answered UNKNOWN_TOPIC_OR_PARTITION (null topic id) otherwise.
 - A topic requested by id only (v10+: null name) that does not exist is UNKNOWN_TOPIC_ID.
 - Partitions: leader and leader epoch from the partition log; every broker is a replica, starting at the
-  preferred leader; the in-sync replicas are the alive ones, the others are listed as offline.
+  preferred leader; the in-sync replicas are the alive ones, the others are listed as offline. A partition
+  without a leader (``MockCluster.set_partition_offline``) is LEADER_NOT_AVAILABLE with leader -1, no
+  in-sync replica and every replica offline, as KRaft brokers answer for a partition whose replicas are
+  all down.
 
 Authorization (KafkaApis.handleTopicMetadataRequest):
 - A requested topic needs Describe, checked before its existence is (no existence is disclosed):
@@ -54,15 +57,16 @@ def _topic_metadata(state: ClusterState, name: str) -> dict[str, Any]:
     parts = []
     for log in topic.partitions:
         replicas = state.replicas_of(name, log.partition)
+        online = alive if log.leader_id >= 0 else set()
         parts.append(
             {
-                "error_code": ec.NONE,
+                "error_code": ec.NONE if log.leader_id >= 0 else ec.LEADER_NOT_AVAILABLE,
                 "partition_index": log.partition,
                 "leader_id": log.leader_id,
                 "leader_epoch": log.leader_epoch,
                 "replica_nodes": replicas,
-                "isr_nodes": [r for r in replicas if r in alive],
-                "offline_replicas": [r for r in replicas if r not in alive],
+                "isr_nodes": [r for r in replicas if r in online],
+                "offline_replicas": [r for r in replicas if r not in online],
             }
         )
     return {
