@@ -118,6 +118,8 @@ class RecordAccumulator:
         # not be that large (then a record that fits into a batch always passes the size check)
         self._full_at = max(1, min(batch_size, self._max_record_total))
         self._codec = COMPRESSION_CODECS[compression_type]
+        # the compiled encoder when the accelerator runs, else the pure-Python one: chosen once, here
+        self._encoder: Callable[..., Any] = ActiveBatchEncoder
         self._gzip_level = compression_gzip_level
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self._max_wait_s = (delivery_timeout_ms + request_timeout_ms) / 1000
@@ -264,7 +266,7 @@ class RecordAccumulator:
             dq = self._batches.get(tp)
         if dq is None:
             dq = self._batches[tp] = collections.deque()
-        builder = ActiveBatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
+        builder = self._encoder(self._codec, True, capacity, gzip_level=self._gzip_level)
         batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
         first = batch.try_append(timestamp, key, value, headers_encoded)
         assert first is not None  # the first record always fits
@@ -539,7 +541,7 @@ class RecordAccumulator:
         sequence = batch.base_sequence
         for chunk in (records[:middle], records[middle:]):
             # no size bound: every record of the half goes in (the limit is the broker's)
-            builder = ActiveBatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
+            builder = self._encoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
             for timestamp, key, value, headers_encoded in chunk:
                 builder.append(timestamp, key, value, headers_encoded)
             part = ProducerBatch(batch.tp, builder, batch.created, batch.max_wait_s)
