@@ -15,6 +15,7 @@ from .config import ProducerConfig
 from .errors import (
     AbortableError,
     AuthenticationError,
+    BatchEncodingError,
     BrokerError,
     ClosedError,
     ClusterAuthorizationError,
@@ -58,6 +59,7 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
 __all__ = [
     "AbortableError",
     "AuthenticationError",
+    "BatchEncodingError",
     "BrokerError",
     "ClosedError",
     "ClusterAuthorizationError",
