@@ -437,3 +437,37 @@ def test_a_timestamp_outside_kafkas_range_is_refused_and_the_transaction_goes_on
     with producer.transaction():
         producer.send("ts", b"next")
     assert len(_stored(mock_cluster, "ts", 1)) == 3
+
+
+@compiled_only
+def test_the_compiled_path_releases_every_buffer_view_it_takes(mock_cluster: MockCluster,
+                                                               make_producer: Any) -> None:
+    """Its encoded "no headers" may be any bytes, a subclass too, which is read through a buffer view:
+    the view was never released, one reference to it leaked per record (issue 33)."""
+    from txnproducer._internal.partitioner import RECORD_OVERHEAD, StickyPartition
+    from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
+    from txnproducer.producer import _PYTHON_SEND
+
+    class Encoded(bytes):
+        pass
+
+    mock_cluster.create_topic("views", partitions=1)
+    producer = make_producer(linger_ms=10_000)
+    producer.init_transactions()
+    no_headers = Encoded(NO_HEADERS_ENCODED)
+    path = accel.SPEEDUPS.SendPath(
+        producer, producer._tm, producer._net, producer._sticky, producer._sticky.current_by_topic,
+        producer._config.batch_size, producer._tps, producer._acc.appender, no_headers, RECORD_OVERHEAD,
+        True, True, True, StickyPartition, producer._net.partition_cache, producer._added, _PYTHON_SEND)
+    with producer.transaction():
+        path.set_in_transaction(True)
+        path.set_added(producer._added)
+        first = producer.send("views", b"first")  # the topic's metadata and first batch: the Python path
+        before = sys.getrefcount(no_headers)
+        futures = [path.try_send("views", b"%d" % i, None, None) for i in range(100)]
+        assert sys.getrefcount(no_headers) == before
+        path.set_in_transaction(False)
+    assert None not in futures
+    assert [f.get(5).offset for f in [first, *futures]] == list(range(101))
+    assert [r.value for r in _stored(mock_cluster, "views", 1).values()] == [b"first"] + [
+        b"%d" % i for i in range(100)]
