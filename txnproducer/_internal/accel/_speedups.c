@@ -15,7 +15,7 @@
  *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case
  *   SendPath            producer.py TransactionalProducer.send, the common case
  *
- * Why one file of ~1,500 lines (the project keeps Python modules under 600): one extension module
+ * Why one file of ~1,800 lines (the project keeps Python modules under 600): one extension module
  * is one compile unit, and its parts share the helpers and the module state at the top.
  *
  * Thread safety: everything runs holding the GIL and never releases it except inside the
