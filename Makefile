@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test lint typecheck check demo bench clean
+.PHONY: test test-asan lint typecheck check demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-# The suite runs twice: all of it on the compiled path, then the producer, batching and codec tests on
+# The suite runs twice: all of it on the compiled path, then the producer, consumer, batching and codec tests on
 # the pure-Python reference path (the record encoders' property tests cover both in either run).
 # Both runs are parallel (pytest-xdist): the tests mostly wait on sockets and subprocesses, so
 # WORKERS=4 on two CPUs pays; a module's tests share a worker (--dist loadscope), and the slow
@@ -42,12 +42,38 @@ WORKERS ?= 4
 PARALLEL := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
 	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
-	tests/mock/test_producer_send_paths.py tests/mock/test_consumer.py
+	tests/mock/test_producer_send_paths.py tests/mock/test_producer_send_fuzz.py tests/mock/test_consumer.py
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
 	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "not (spark_cluster and broker)"
 	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PARALLEL) $(PURE_TESTS)
+
+# The sanitizer tier (README "Testing"): the extension built with AddressSanitizer and UBSan into
+# build/asan (.venv's own build is left alone), loaded in its place by tests/_support/asan_extension.py,
+# in a Python whose objects are allocated by malloc (PYTHONMALLOC=malloc: inside pymalloc's arenas ASan
+# misses overflows of small objects) with the ASan runtime preloaded (the interpreter is not
+# instrumented). CPython frees not everything at exit by design: leak detection is off. Any report
+# stops the run. It runs the unit, codec and producer tests (PURE_TESTS), then the send() fuzz with
+# ASAN_FUZZ_SENDS sends per path. Run it before a release and before resolving a bug in the extension.
+ASAN_DIR := build/asan
+ASAN_FUZZ_SENDS ?= 10000
+ASAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow \
+	-fno-sanitize-recover=all -Wall -Wno-missing-field-initializers
+ASAN_ENV = PYTHONMALLOC=malloc LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	TXNPRODUCER_SANITIZED_EXTENSION="$$(ls $(ASAN_DIR)/_speedups*)" TXNPRODUCER_REQUIRE_ACCEL=1
+
+test-asan: $(VENV)/.dev-installed
+	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
+	gcc -shared -fPIC $(ASAN_CFLAGS) \
+		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+		txnproducer/_internal/accel/_speedups.c \
+		-o $(ASAN_DIR)/_speedups"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+	$(ASAN_ENV) $(BIN)/python -m pytest -p tests._support.asan_extension -q \
+		--deselect tests/mock/test_producer_send_fuzz.py $(PURE_TESTS)
+	$(ASAN_ENV) TXNPRODUCER_FUZZ_SENDS=$(ASAN_FUZZ_SENDS) $(BIN)/python -m pytest -p tests._support.asan_extension \
+		-q -s tests/mock/test_producer_send_fuzz.py
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

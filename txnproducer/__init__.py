@@ -17,6 +17,7 @@ from .consumer_config import ConsumerConfig
 from .errors import (
     AbortableError,
     AuthenticationError,
+    BatchEncodingError,
     BrokerError,
     ClosedError,
     ClusterAuthorizationError,
@@ -63,6 +64,7 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
 __all__ = [
     "AbortableError",
     "AuthenticationError",
+    "BatchEncodingError",
     "BrokerError",
     "BytesColumn",
     "ClosedError",

@@ -30,6 +30,7 @@ from txnproducer._internal.protocol import error_codes as ec
 __all__ = [
     "AbortableError",
     "AuthenticationError",
+    "BatchEncodingError",
     "BrokerError",
     "ClosedError",
     "ClusterAuthorizationError",
@@ -260,6 +261,12 @@ class ProduceRejectedError(AbortableError):
     """The broker refused a batch for good with an error code that has no more specific class
     (the message names it, e.g. INVALID_RECORD): the record's future fails with this and the
     transaction cannot commit. Abort, fix what the message names, retry."""
+
+
+class BatchEncodingError(AbortableError):
+    """A batch could not be encoded when the Sender was about to send it (a compression library
+    failed, or a bug): its records were not sent and fail with this error; the transaction cannot
+    commit. Abort it and try again; the message names the cause (please report it)."""
 
 
 class CommitFailedError(AbortableError):

@@ -43,9 +43,16 @@ from txnproducer._internal.partitioner import (
     StickyPartition,
     StickyPartitioner,
     key_partition,
-    known_partition,
 )
 from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
+from txnproducer._internal.send_checks import (
+    RecordBytes,
+    check_headers,
+    check_partition,
+    check_timestamp,
+    default_serialize,
+    serialize,
+)
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 from txnproducer._internal.txn.result import TransactionalRequestResult
@@ -60,18 +67,10 @@ __all__ = ["RecordFuture", "RecordMetadata", "TransactionalProducer"]
 
 HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 
-_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records have no headers
+_NO_HEADERS: tuple[tuple[str, RecordBytes | None], ...] = ()  # shared: most records have no headers
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
-
-
-def _default_serialize(data: Any) -> bytes | None:
-    if data is None or isinstance(data, (bytes, bytearray, memoryview)):
-        return data  # type: ignore[return-value]
-    if isinstance(data, str):
-        return data.encode("utf-8")
-    raise TypeError(f"got {type(data).__name__}; pass bytes or str, or configure a serializer")
 
 
 class TransactionalProducer:
@@ -124,8 +123,8 @@ class TransactionalProducer:
         )
         self._sender = Sender(network=self._net, accumulator=self._acc, transaction_manager=self._tm,
                               config=config, metrics=self._metrics)
-        self._key_serializer: Callable[[Any], Any] = config.key_serializer or _default_serialize
-        self._value_serializer: Callable[[Any], Any] = config.value_serializer or _default_serialize
+        self._key_serializer: Callable[[Any], Any] = config.key_serializer or default_serialize
+        self._value_serializer: Callable[[Any], Any] = config.value_serializer or default_serialize
         # serializer None means "bytes pass through": send() skips the call for bytes
         self._plain_keys = config.key_serializer is None
         self._plain_values = config.value_serializer is None
@@ -420,8 +419,10 @@ class TransactionalProducer:
         ClosedError.
         """
         # Where ``producer.send`` is the compiled path, it tried this record already and hands it
-        # here (a new batch, a topic's first record, ...): the repeat is on the slow path only, and
-        # keeps the compiled path for subclasses and patched classes, which call this method.
+        # here (a new batch, a topic's first record, any argument it does not take as it is, ...):
+        # the repeat is on the slow path only, and keeps the compiled path for subclasses and
+        # patched classes, which call this method. Every argument is checked below, before anything
+        # is queued (``_internal/send_checks.py``): the one validation of both paths.
         fast = self._fast_send
         if fast is not None and partition is None and headers is None:
             future = fast.try_send(topic, value, key, timestamp_ms)
@@ -433,18 +434,19 @@ class TransactionalProducer:
             self._tm.fail_if_not_ready_for_send()
         if not isinstance(topic, str) or not topic:
             raise errors.InvalidRecordError(f"topic must be a non-empty string, got {topic!r}")
+        key_bytes: Any  # bytes, bytearray or a memoryview of bytes (send_checks), or None
+        value_bytes: Any
         if key is None or (self._plain_keys and type(key) is bytes):
             key_bytes = key
         else:
-            key_bytes = self._serialize(self._key_serializer, key, "key", topic)
+            key_bytes = serialize(self._key_serializer, key, "key", topic)
         if value is None or (self._plain_values and type(value) is bytes):
             value_bytes = value
         else:
-            value_bytes = self._serialize(self._value_serializer, value, "value", topic)
-        header_list = self._headers(headers) if headers else _NO_HEADERS
-        if timestamp_ms is not None and (isinstance(timestamp_ms, bool)
-                                         or not isinstance(timestamp_ms, int) or timestamp_ms < 0):
-            raise errors.InvalidRecordError(f"timestamp_ms must be an int >= 0 or None, got {timestamp_ms!r}")
+            value_bytes = serialize(self._value_serializer, value, "value", topic)
+        header_list: Any = _NO_HEADERS if headers is None else check_headers(headers)
+        if timestamp_ms is not None:
+            timestamp_ms = check_timestamp(timestamp_ms)
         parts = self._net.partition_cache.get(topic) or self._net.partitions_for(topic)
         if parts is None:  # the only blocking step before append: start the max_block_ms clock
             deadline = time.monotonic() + self._max_block_s
@@ -489,39 +491,8 @@ class TransactionalProducer:
             tp = tps[partition] = TopicPartition(topic, partition)
         return tp
 
-    def _serialize(self, serializer: Callable[[Any], Any], data: Any, what: str, topic: str) -> Any:
-        if data is None:
-            return None
-        try:
-            out = serializer(data)
-        except Exception as exc:
-            raise errors.SerializationError(
-                f"could not serialize {what} for topic {topic!r}: {exc}") from exc
-        if out is not None and not isinstance(out, (bytes, bytearray, memoryview)):
-            raise errors.SerializationError(
-                f"{what} serializer returned {type(out).__name__} for topic {topic!r}; it must return bytes")
-        return out
-
-    @staticmethod
-    def _headers(headers: HeadersArg) -> Sequence[tuple[str, bytes | None]]:
-        if not headers:
-            return _NO_HEADERS
-        items = headers.items() if isinstance(headers, Mapping) else headers
-        out: list[tuple[str, bytes | None]] = []
-        for item in items:
-            try:
-                name, val = item
-            except (TypeError, ValueError):
-                raise errors.InvalidRecordError(f"headers must be (str, bytes) pairs, got {item!r}") from None
-            if not isinstance(name, str):
-                raise errors.InvalidRecordError(f"header names must be str, got {name!r}")
-            if isinstance(val, str):
-                val = val.encode("utf-8")
-            elif val is not None and not isinstance(val, (bytes, bytearray, memoryview)):
-                raise errors.InvalidRecordError(
-                    f"header {name!r} value must be bytes, str or None, got {val!r}")
-            out.append((name, val))
-        return out
+    #: serialize() as a method: the asyncio core serializes with it before its send()
+    _serialize = staticmethod(serialize)
 
     def _wait_for_partitions(self, topic: str, deadline: float) -> list[int]:
         try:
@@ -537,12 +508,7 @@ class TransactionalProducer:
 
     def _partition(self, topic: str, parts: list[int], partition: int | None, key: Any) -> int:
         if partition is not None:
-            if isinstance(partition, bool) or not isinstance(partition, int) \
-                    or not known_partition(parts, partition):
-                raise errors.InvalidRecordError(
-                    f"partition {partition!r} does not exist in topic {topic!r} "
-                    f"(partitions 0..{len(parts) - 1})")
-            return partition
+            return check_partition(topic, parts, partition)
         if self._partitioner is not None:
             available = self._net.available_partitions_for(topic)
             chosen = self._partitioner(topic, None if key is None else bytes(key), parts, available)

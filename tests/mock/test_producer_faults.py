@@ -4,7 +4,7 @@ transactions, injected produce errors, delivery timeouts, concurrent senders and
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -244,3 +244,64 @@ def test_sequence_error_aborts_then_the_next_transaction_uses_a_new_epoch(
         bumps = [e for e in mock_cluster.request_log
                  if e.api == "InitProducerId" and e.fields.get("producer_id", -1) >= 0]
         assert bumps, "TV1 recovers with InitProducerId(producer_id, epoch)"
+
+
+@pytest.fixture
+def codec_fails_on() -> Iterator[Callable[[bytes], None]]:
+    """``codec_fails_on(marker)``: from then on, compressing a batch whose records contain ``marker``
+    raises, on either encoder (the pure one calls record_batch._compress, the compiled one the
+    function given to ``_speedups.configure``): a batch that cannot be encoded at drain time."""
+    from txnproducer._internal import accel
+    from txnproducer._internal.protocol import record_batch
+
+    real = record_batch._compress
+    markers: list[bytes] = []
+
+    def compress(codec: int, data: bytes, gzip_level: int = -1) -> bytes:
+        if any(marker in data for marker in markers):
+            raise RuntimeError("the codec failed")
+        return real(codec, data, gzip_level)
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(record_batch, "_compress", compress)
+        if accel.SPEEDUPS is not None:
+            accel.SPEEDUPS.configure(compress=compress)
+        try:
+            yield markers.append
+        finally:
+            if accel.SPEEDUPS is not None:
+                accel.SPEEDUPS.configure(compress=real)
+
+
+@TVS
+def test_a_batch_that_cannot_be_encoded_fails_its_records_and_the_transaction_not_the_sender(
+        mock_cluster: MockCluster, make_producer: Any, codec_fails_on: Callable[[bytes], None],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Defence in depth: whatever makes a batch's encoding raise at drain time (here the codec), its
+    records fail with BatchEncodingError, the transaction becomes abortable, and the Sender goes on:
+    the abort and the next transaction work. Left at the head of its queue, the batch used to fail
+    every Sender loop until the thread gave up and the producer was closed."""
+    mock_cluster.create_topic("encode", partitions=2)
+    producer = make_producer(compression_type="gzip")
+    producer.init_transactions()
+    codec_fails_on(b"poison")
+    producer.begin_transaction()
+    good = producer.send("encode", b"fine", partition=0)
+    bad = [producer.send("encode", b"poison-%d" % i, partition=1) for i in range(3)]
+    with pytest.raises(errors.BatchEncodingError) as failed:
+        bad[0].get(10)
+    assert "3 record(s) for encode-1 could not be encoded" in str(failed.value)
+    assert "RuntimeError: the codec failed" in str(failed.value)
+    assert all(isinstance(f.exception(1), errors.BatchEncodingError) for f in bad)
+    with pytest.raises(errors.AbortableError):
+        producer.commit_transaction(10)
+    producer.abort_transaction(10)
+    assert good.done()  # sent before the other batch failed (then aborted), or failed with it
+    with producer.transaction():
+        after = [producer.send("encode", b"after-%d" % p, partition=p) for p in (0, 1)]
+    assert [f.get(1).partition for f in after] == [0, 1]
+    assert committed_values(mock_cluster, "encode", 0) == [b"after-0"]
+    assert committed_values(mock_cluster, "encode", 1) == [b"after-1"]
+    assert producer._sender.crashed is None and producer._sender.is_alive()
+    assert "txn.batch_encoding_failed" in caplog.text
+    assert "txn.sender_loop_error" not in caplog.text

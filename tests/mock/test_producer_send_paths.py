@@ -8,6 +8,7 @@ the Java client's partition, and concurrent senders must lose or duplicate nothi
 
 from __future__ import annotations
 
+import array
 import sys
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from tests._support.hot_paths import PATHS, hot_path
 from tests._support.producers import ProducerFactory
+from txnproducer import errors
 from txnproducer._internal import accel
 from txnproducer._internal.partitioner import key_partition
 from txnproducer.testing import MockCluster
@@ -328,3 +331,143 @@ def test_a_metadata_update_empties_the_partition_cache_the_send_path_holds(
         second = producer.send("cached", b"after")  # the Python path looks the topic up again
         assert cache == {"cached": [0, 1]}
     assert first.get(5).offset >= 0 and second.get(5).offset >= 0
+
+
+class _LenLies(bytes):
+    """A bytes subclass whose len() is not its size: its buffer is what goes into the record."""
+
+    def __len__(self) -> int:
+        return 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_buffer_is_stored_as_its_bytes(mock_cluster: MockCluster, make_producer: Any,
+                                             path: str) -> None:
+    """Regression (issue 33): ``memoryview(array("i", [1, 2, 3]))`` has len 3 for 12 bytes, and the
+    pure-Python encoder wrote 3 as the value's length before its 12 bytes: a corrupt record, which the
+    batch's CRC vouched for, so the broker stored it and every consumer of the partition failed at that
+    offset (CorruptRecordError). A key, value or header value is taken by its bytes on both paths: read
+    back as sent by kafka-python's decoder, with the sizes in RecordMetadata counted in bytes."""
+    mock_cluster.create_topic("buffers", partitions=1)
+    with hot_path(path):
+        producer = make_producer(f"tx-buffers-{path}")
+    producer.init_transactions()
+    ints = array.array("i", [1, 2, 3])
+    grid = bytes(range(12))
+    # what is sent (key, value, headers), what must be stored (key, value)
+    cases: list[tuple[Any, Any, Any, bytes | None, bytes | None]] = [
+        (None, memoryview(ints), None, None, ints.tobytes()),
+        (memoryview(array.array("h", [7, -7])), memoryview(array.array("d", [1.5])), None,
+         array.array("h", [7, -7]).tobytes(), array.array("d", [1.5]).tobytes()),
+        (None, memoryview(grid).cast("B", (3, 4)), None, None, grid),  # 2-dimensional, contiguous
+        (None, memoryview(bytearray(b"abcdef"))[1:4], None, None, b"bcd"),
+        (None, memoryview(b""), None, None, b""),
+        (_LenLies(b"key"), _LenLies(b"lying value"), None, b"key", b"lying value"),
+        (None, bytearray(b"a bytearray"), [("h", memoryview(ints)), ("s", bytearray(b"x"))], None,
+         b"a bytearray"),
+    ]
+    with producer.transaction():
+        futures = [producer.send("buffers", value, key=key, headers=headers)
+                   for key, value, headers, _, _ in cases]
+    stored = _stored(mock_cluster, "buffers", 1)  # kafka-python decodes every record
+    assert len(stored) == len(cases)
+    for future, (_, _, headers, key, value) in zip(futures, cases, strict=True):
+        md = future.get(5)
+        record = stored[(md.partition, md.offset)]
+        assert (record.key, record.value) == (key, value)
+        assert (md.serialized_key_size, md.serialized_value_size) == (
+            -1 if key is None else len(key), -1 if value is None else len(value))
+        if headers:
+            assert [(k, v) for k, v in record.headers] == [("h", ints.tobytes()), ("s", b"x")]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_buffer_that_is_not_one_run_of_bytes_is_refused_and_nothing_queued(
+        mock_cluster: MockCluster, make_producer: Any, path: str) -> None:
+    """A strided view is not one run of bytes: refused with the typed error of its argument (the
+    pure-Python encoder raised BufferError from deep in the accumulator)."""
+    mock_cluster.create_topic("strided", partitions=1)
+    with hot_path(path):
+        producer = make_producer(f"tx-strided-{path}")
+    producer.init_transactions()
+    strided = memoryview(b"abcdef")[::2]
+    released = memoryview(b"gone")
+    released.release()
+    with producer.transaction():
+        with pytest.raises(errors.SerializationError,
+                           match="value for topic 'strided' cannot be read as bytes: its buffer is not C-"):
+            producer.send("strided", strided)
+        with pytest.raises(errors.SerializationError,
+                           match="key for topic 'strided' cannot be read as bytes"):
+            producer.send("strided", b"v", key=released)
+        with pytest.raises(errors.InvalidRecordError, match="header 'h' value cannot be read as bytes"):
+            producer.send("strided", b"v", headers=[("h", strided)])
+        kept = producer.send("strided", b"kept")
+    assert [r.value for r in _stored(mock_cluster, "strided", 1).values()] == [b"kept"]
+    assert kept.get(5).offset >= 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_timestamp_outside_kafkas_range_is_refused_and_the_transaction_goes_on(
+        mock_cluster: MockCluster, make_producer: Any, path: str) -> None:
+    """Regression (issue 33): ``timestamp_ms=2**70`` was accepted by the pure-Python path, and building
+    its batch raised struct.error in the Sender at every loop until the thread gave up and the producer
+    closed (commit_transaction() raised ClosedError); the compiled path raised a bare OverflowError.
+    Kafka's timestamps are int64 milliseconds, and the Java client refuses negative ones."""
+    mock_cluster.create_topic("ts", partitions=1)
+    with hot_path(path):
+        producer = make_producer(f"tx-ts-{path}")
+    producer.init_transactions()
+    producer.begin_transaction()
+    for bad in (2**70, 2**63, -1, -(2**70)):
+        with pytest.raises(errors.InvalidRecordError) as refused:
+            producer.send("ts", b"v", timestamp_ms=bad)
+        assert str(refused.value) == ("timestamp_ms must be an int in 0..9223372036854775807 "
+                                      f"(milliseconds since the epoch) or None, got {bad}")
+    for bad_type in (True, 1.5, "1700000000000"):
+        with pytest.raises(errors.InvalidRecordError, match=f"or None, got {type(bad_type).__name__} "):
+            producer.send("ts", b"v", timestamp_ms=bad_type)
+    top = producer.send("ts", b"top", timestamp_ms=2**63 - 1)
+    zero = producer.send("ts", b"zero", timestamp_ms=0)
+    producer.commit_transaction(10)
+    assert producer._sender.crashed is None
+    records = sorted(_stored(mock_cluster, "ts", 1).values(), key=lambda r: r.offset)
+    assert [(r.value, r.timestamp) for r in records] == [(b"top", 2**63 - 1), (b"zero", 0)]
+    assert (top.get(1).timestamp, zero.get(1).timestamp) == (2**63 - 1, 0)
+    with producer.transaction():
+        producer.send("ts", b"next")
+    assert len(_stored(mock_cluster, "ts", 1)) == 3
+
+
+@compiled_only
+def test_the_compiled_path_releases_every_buffer_view_it_takes(mock_cluster: MockCluster,
+                                                               make_producer: Any) -> None:
+    """Its encoded "no headers" may be any bytes, a subclass too, which is read through a buffer view:
+    the view was never released, one reference to it leaked per record (issue 33)."""
+    from txnproducer._internal.partitioner import RECORD_OVERHEAD, StickyPartition
+    from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
+    from txnproducer.producer import _PYTHON_SEND
+
+    class Encoded(bytes):
+        pass
+
+    mock_cluster.create_topic("views", partitions=1)
+    producer = make_producer(linger_ms=10_000)
+    producer.init_transactions()
+    no_headers = Encoded(NO_HEADERS_ENCODED)
+    path = accel.SPEEDUPS.SendPath(
+        producer, producer._tm, producer._net, producer._sticky, producer._sticky.current_by_topic,
+        producer._config.batch_size, producer._tps, producer._acc.appender, no_headers, RECORD_OVERHEAD,
+        True, True, True, StickyPartition, producer._net.partition_cache, producer._added, _PYTHON_SEND)
+    with producer.transaction():
+        path.set_in_transaction(True)
+        path.set_added(producer._added)
+        first = producer.send("views", b"first")  # the topic's metadata and first batch: the Python path
+        before = sys.getrefcount(no_headers)
+        futures = [path.try_send("views", b"%d" % i, None, None) for i in range(100)]
+        assert sys.getrefcount(no_headers) == before
+        path.set_in_transaction(False)
+    assert None not in futures
+    assert [f.get(5).offset for f in [first, *futures]] == list(range(101))
+    assert [r.value for r in _stored(mock_cluster, "views", 1).values()] == [b"first"] + [
+        b"%d" % i for i in range(100)]

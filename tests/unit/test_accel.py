@@ -10,9 +10,11 @@ built these tests skip, except the ones about choosing the path.
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -173,3 +175,110 @@ def test_producer_batch_slots_the_extension_reads_are_plain_slots() -> None:
     assert {"full", "builder", "record_count"} <= set(ProducerBatch.__slots__)
     assert sorted(RecordFuture.__slots__) == ["_batch", "_callbacks", "_index", "_key_size", "_timestamp",
                                               "_value_size"]
+
+
+# -- the extension's private types are safe to misuse (issue 33; `make test-asan` runs these under
+# AddressSanitizer and UBSan, where each bug they guard against was a report, not just a wrong answer)
+
+
+@compiled
+@pytest.mark.parametrize("name", ["BatchEncoder", "Appender", "SendPath"])
+def test_a_type_cannot_be_made_without_its_arguments(name: str) -> None:
+    """Each type is made whole in ``__new__``: without arguments it is a TypeError. Made with
+    ``__new__`` alone, BatchEncoder.build() copied a negative length, a SendPath called its NULL
+    fallback and an Appender locked a NULL mutex."""
+    cls = getattr(accel.SPEEDUPS, name)
+    with pytest.raises(TypeError, match=f"{name}\\(\\) missing required argument"):
+        cls.__new__(cls)
+    with pytest.raises(TypeError):
+        cls()
+
+
+def _appender_args(mutex: object) -> tuple[object, ...]:
+    return (object(), {}, mutex, 1024, ProducerBatch, RecordFuture)
+
+
+@compiled
+def test_a_failed_appender_releases_only_what_it_took() -> None:
+    """A construction that fails (here: a mutex without acquire/release) must not release references
+    it never took: the failed Appender.__init__ released the batch and future classes anyway, one
+    reference per failure, until the class was freed while in use."""
+    before = (sys.getrefcount(ProducerBatch), sys.getrefcount(RecordFuture))
+    for _ in range(3):  # each failure released one reference it never took: a few show it
+        with pytest.raises(AttributeError):
+            accel.SPEEDUPS.Appender(*_appender_args(object()))
+    assert (sys.getrefcount(ProducerBatch), sys.getrefcount(RecordFuture)) == before
+
+
+@compiled
+def test_running_init_again_leaks_nothing() -> None:
+    """``__init__`` again on a made Appender changes nothing: it took a second reference to each
+    class every time, never released."""
+    args = _appender_args(accel.SPEEDUPS.Mutex())
+    appender = accel.SPEEDUPS.Appender(*args)
+    before = [sys.getrefcount(a) for a in args]
+    for _ in range(50):
+        appender.__init__(*args)  # type: ignore[misc]
+    assert [sys.getrefcount(a) for a in args] == before
+
+
+@compiled
+@pytest.mark.parametrize("timeout", [math.inf, -math.inf, math.nan, 1e300, -1e300, threading.TIMEOUT_MAX * 2])
+def test_a_mutex_refuses_a_timeout_as_threading_lock_does(timeout: float) -> None:
+    """The timeout is checked as a float before it becomes microseconds: inf, nan and 1e300 converted
+    to an undefined integer (negative here: "wait for ever") where threading.Lock raises."""
+    with pytest.raises((OverflowError, ValueError)) as lock_says:
+        threading.Lock().acquire(timeout=timeout)
+    mutex = accel.SPEEDUPS.Mutex()
+    with pytest.raises(lock_says.type):
+        mutex.acquire(timeout=timeout)
+    assert not mutex.locked()
+
+
+@compiled
+def test_a_mutex_takes_the_timeouts_threading_lock_takes() -> None:
+    mutex = accel.SPEEDUPS.Mutex()
+    assert mutex.acquire(timeout=threading.TIMEOUT_MAX) is True
+    assert mutex.acquire(timeout=0.001) is False  # held: times out (rounded up to whole microseconds)
+    assert mutex.acquire(blocking=False) is False
+    mutex.release()
+    with pytest.raises(ValueError, match="non-negative"):
+        mutex.acquire(timeout=-0.5)
+    with pytest.raises(ValueError, match="non-blocking"):
+        mutex.acquire(blocking=False, timeout=1)
+
+
+@compiled
+def test_the_compress_callback_cannot_move_the_buffer_build_copies_from() -> None:
+    """build() runs the compress callback, which may run any Python: an append there grew (moved) the
+    encoder's buffer, and build() then copied the records from the freed one. Appends are refused
+    while build() runs, and what it copies comes from bytes it owns."""
+    from txnproducer._internal.protocol import record_batch
+
+    encoder = accel.SPEEDUPS.BatchEncoder(1, True, 1 << 20)  # gzip
+    encoder.append(1_700_000_000_000, b"k", b"v" * 100, b"\x00")
+    refused: list[BaseException] = []
+
+    def compress(codec: int, data: bytes, gzip_level: int) -> bytes:
+        try:
+            encoder.append(1_700_000_000_001, None, b"x" * 200_000, b"\x00")  # would realloc the buffer
+        except RuntimeError as exc:
+            refused.append(exc)
+        try:
+            encoder.set_producer_state(1, 2, 3, True)
+        except RuntimeError as exc:
+            refused.append(exc)
+        return data + b"longer"  # not smaller: build() writes the uncompressed records
+
+    accel.SPEEDUPS.configure(compress=compress)
+    try:
+        built = bytes(encoder.build())
+    finally:
+        accel.SPEEDUPS.configure(compress=record_batch._compress)
+    assert [str(e) for e in refused] == [
+        "BatchEncoder.append() called while its build() runs the compress callback",
+        "BatchEncoder.set_producer_state() called while its build() runs the compress callback"]
+    batch = DefaultRecordBatch(built)
+    assert batch.validate_crc()
+    assert [(r.key, r.value) for r in batch] == [(b"k", b"v" * 100)]
+    assert encoder.num_records == 1

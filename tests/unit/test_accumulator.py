@@ -175,6 +175,51 @@ def test_drain_skips_partitions_the_transaction_manager_has_not_allowed() -> Non
     assert acc.drain(leader, {1, 2}).keys() == {1}
 
 
+class _BuildFails:
+    """A batch's encoder whose build() raises (what a failing codec does at drain time)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def build(self) -> bytearray:
+        raise RuntimeError("cannot encode")
+
+
+@pytest.mark.parametrize("handler", [False, True], ids=["default", "handler"])
+def test_a_batch_that_cannot_be_encoded_leaves_the_queue_and_the_others_drain(handler: bool) -> None:
+    acc, tm, clock = make()
+    bad = append(acc, TP0)[0]
+    other = append(acc, TP0, value=b"w" * 2000)[0]  # the partition's next batch, behind the bad one
+    good = append(acc, TP1)[0]
+    failing = acc._batches[TP0][0]
+    failing.builder = _BuildFails(failing.builder)
+    used = acc.used_memory
+    clock.now += 1
+    seen: list[tuple[Any, Exception, bool]] = []
+
+    def on_encode_error(batch: Any, exc: Exception) -> None:
+        seen.append((batch, exc, acc._mutex.locked()))
+        acc.fail(batch, errors.BatchEncodingError("handled"))
+
+    drained = acc.drain(leader, {1, 2}, on_encode_error=on_encode_error if handler else None)
+    assert [b.tp for b in drained[2]] == [TP1] and 1 not in drained  # one batch per partition
+    if handler:
+        assert seen == [(failing, seen[0][1], False)]  # called once the lock is released
+        assert str(seen[0][1]) == "cannot encode"
+    with pytest.raises(errors.BatchEncodingError) as failed:
+        bad.get(0)
+    if not handler:
+        assert "1 record(s) for t-0 could not be encoded into a batch (RuntimeError: cannot encode)" \
+            in str(failed.value)
+    assert TP0 not in tm.sequences  # it took no sequence: the next batch of t-0 starts at 0
+    assert acc.used_memory < used and failing not in acc.incomplete_batches()
+    assert acc.drain(leader, {1})[1][0].base_sequence == 0
+    assert not other.done() and not good.done()
+
+
 def test_at_most_max_in_flight_batches_per_partition() -> None:
     acc, _, clock = make(batch_size=100, max_in_flight=2)
     for _ in range(4):

@@ -37,6 +37,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.errors", ("txnproducer._internal.protocol",)),
     ("txnproducer.prepared", ("txnproducer.errors",)),
     ("txnproducer._internal.config_checks", ("txnproducer.errors",)),
+    ("txnproducer._internal.send_checks", ("txnproducer.errors", "txnproducer._internal.partitioner")),
     ("txnproducer._internal.config_names", ("txnproducer.errors",)),
     ("txnproducer.oauth", ("txnproducer.errors",)),
     ("txnproducer.config", ("txnproducer.errors", "txnproducer._internal.config_checks",

@@ -29,7 +29,7 @@ from typing import Any
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.batching.accumulator import RecordAccumulator
+from txnproducer._internal.batching.accumulator import RecordAccumulator, encoding_error
 from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import get_logger
@@ -388,7 +388,8 @@ class Sender(threading.Thread):
         # of 1,000 records sends 3-5 requests in a row). A coordinator request that became
         # sendable meanwhile still goes first: the loop stops and the next iteration sends it.
         while sendable:
-            drained = acc.drain(net.leader_for, sendable, self._config.max_request_size, now)
+            drained = acc.drain(net.leader_for, sendable, self._config.max_request_size, now,
+                                on_encode_error=self._fail_unencodable)
             if not drained:
                 return poll_s
             for node, batches in drained.items():
@@ -518,7 +519,11 @@ class Sender(threading.Thread):
         if code == MESSAGE_TOO_LARGE and batch.record_count > 1 and same_producer and within_time \
                 and not tm.has_fatal_error():
             # larger than the topic's max.message.bytes: send it in halves (sequences kept)
-            parts = self._acc.split_and_reenqueue(batch)
+            try:
+                parts = self._acc.split_and_reenqueue(batch)  # encodes the halves before it changes anything
+            except Exception as cause:
+                self._fail_unencodable(batch, cause)
+                return
             tm.handle_split_batch(batch.tp, batch.base_sequence, [p.record_count for p in parts])
             self._event("info", "txn.batch_split", topic=batch.tp.topic, partition=batch.tp.partition,
                         records=batch.record_count, base_sequence=batch.base_sequence)
@@ -550,6 +555,20 @@ class Sender(threading.Thread):
         tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
                                batch.producer_epoch, exc, True)
         self._acc.fail(batch, exc, per_record)
+
+    def _fail_unencodable(self, batch: ProducerBatch, cause: Exception) -> None:
+        """A batch whose encoding raised (a compression library that failed, a bug): its records fail
+        with BatchEncodingError and the transaction becomes abortable, as after any batch that failed
+        for good; the loop goes on with the other batches. Defence in depth: ``send()`` lets nothing
+        through that the encoders cannot write, but one batch must never stop the Sender thread."""
+        exc = encoding_error(batch, cause)
+        if self._metrics is not None:
+            self._metrics.record_error(batch.record_count)
+        self._event("error", "txn.batch_encoding_failed", topic=batch.tp.topic, partition=batch.tp.partition,
+                    records=batch.record_count, error=repr(cause), exc_info=cause)
+        self._tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
+                                     batch.producer_epoch, exc, True)
+        self._acc.fail(batch, exc)
 
     def _restart_sequences(self, tp: TopicPartition) -> None:
         """Retention removed our producer state on ``tp``: its in-flight batches start again at

@@ -15,11 +15,21 @@
  *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case
  *   SendPath            producer.py TransactionalProducer.send, the common case
  *
- * Why one file of ~1,500 lines (the project keeps Python modules under 600): one extension module
+ * Why one file of ~1,800 lines (the project keeps Python modules under 600): one extension module
  * is one compile unit, and its parts share the helpers and the module state at the top.
  *
  * Thread safety: everything runs holding the GIL and never releases it except inside the
  * accumulator's lock acquire (a threading.Lock, taken exactly where the Python code takes it).
+ *
+ * Memory safety, held by `make test-asan` (this file built with AddressSanitizer and UBSan, the unit,
+ * codec and producer tests and a differential fuzz of send() run against it):
+ *   - a type is complete once made: each one is built in its tp_new from its arguments (no tp_init to
+ *     skip or to run twice: Type.__new__(Type) is a TypeError), references are taken before anything
+ *     can fail, and dealloc releases exactly what the object owns;
+ *   - no pointer into a buffer is kept across a call into Python (the compress callback may run any
+ *     code: BatchEncoder.build() copies from bytes it owns, and the encoder refuses appends meanwhile);
+ *   - float timeouts are checked as floats before they become integers;
+ *   - every buffer view taken is released on every path.
  * Objects of the Python classes (ProducerBatch, RecordFuture) are read and written through their
  * __slots__ member descriptors, resolved once at construction and checked for their kind; a class
  * whose slots differ from the expected ones is used through ordinary attribute access instead.
@@ -277,21 +287,39 @@ typedef struct {
     int codec;
     int gzip_level;
     int transactional;
+    int building;  /* > 0 while build() runs the compress callback: the buffer must not change */
 } EncoderObject;
 
 static PyTypeObject EncoderType;
 
-static int
-encoder_init(EncoderObject *self, PyObject *args, PyObject *kwds)
+/* BatchEncoder(compression_type, is_transactional, batch_size, producer_id=-1, producer_epoch=-1,
+ * base_sequence=-1, gzip_level=-1): complete once made (see the top of the file). */
+static PyObject *
+encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"compression_type", "is_transactional", "batch_size", "producer_id",
                              "producer_epoch", "base_sequence", "gzip_level", NULL};
     int codec, transactional, gzip_level = -1;
     Py_ssize_t batch_size;
     long long pid = -1, epoch = -1, seq = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipn|LLLi", kwlist, &codec, &transactional,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipn|LLLi:BatchEncoder", kwlist, &codec, &transactional,
                                      &batch_size, &pid, &epoch, &seq, &gzip_level))
-        return -1;
+        return NULL;
+    /* a batch is usually filled to batch_size: start there (bounded), double when needed */
+    Py_ssize_t cap = batch_size < 256 ? 256 : batch_size > (1 << 20) ? (1 << 20) : batch_size;
+    cap += HEADER_SIZE;
+    unsigned char *buf = PyMem_Malloc(cap);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    EncoderObject *self = (EncoderObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        PyMem_Free(buf);
+        return NULL;
+    }
+    memset(buf, 0, HEADER_SIZE);
+    self->buf = buf;
+    self->cap = cap;
+    self->len = HEADER_SIZE;
     self->codec = codec & CODEC_MASK;
     self->transactional = transactional;
     self->batch_size = batch_size;
@@ -302,19 +330,8 @@ encoder_init(EncoderObject *self, PyObject *args, PyObject *kwds)
     self->first_ts = -1;
     self->max_ts = 0;
     self->num_records = 0;
-    PyMem_Free(self->buf);
-    /* a batch is usually filled to batch_size: start there (bounded), double when needed */
-    Py_ssize_t cap = batch_size < 256 ? 256 : batch_size > (1 << 20) ? (1 << 20) : batch_size;
-    cap += HEADER_SIZE;
-    self->buf = PyMem_Malloc(cap);
-    if (self->buf == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(self->buf, 0, HEADER_SIZE);
-    self->cap = cap;
-    self->len = HEADER_SIZE;
-    return 0;
+    self->building = 0;
+    return (PyObject *)self;
 }
 
 static void
@@ -328,6 +345,11 @@ encoder_dealloc(EncoderObject *self)
 static Py_ssize_t
 encoder_append_raw(EncoderObject *self, int64_t ts, Bytes *key, Bytes *value, Bytes *headers)
 {
+    if (self->building) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "BatchEncoder.append() called while its build() runs the compress callback");
+        return -2;
+    }
     Py_ssize_t offset = self->num_records;
     int64_t ts_delta = 0;
     if (offset) {
@@ -436,6 +458,11 @@ encoder_set_producer_state(EncoderObject *self, PyObject *args)
     int transactional;
     if (!PyArg_ParseTuple(args, "LLLp", &pid, &epoch, &seq, &transactional))
         return NULL;
+    if (self->building) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "BatchEncoder.set_producer_state() called while its build() runs the compress callback");
+        return NULL;
+    }
     self->producer_id = pid;
     self->producer_epoch = epoch;
     self->base_sequence = seq;
@@ -462,21 +489,31 @@ encoder_build(EncoderObject *self, PyObject *Py_UNUSED(ignored))
     int attributes = self->transactional ? TRANSACTIONAL_MASK : 0;
     const unsigned char *payload = self->buf + HEADER_SIZE;
     Py_ssize_t payload_len = self->len - HEADER_SIZE;
-    PyObject *compressed = NULL;
+    /* With a codec, the records are copied into ``data`` and the compress callback runs: Python code
+     * that may do anything (append to this encoder and move its buffer, replace the callback). From
+     * then on the payload comes from ``data`` or the compressed bytes, never from self->buf; the
+     * encoder refuses appends meanwhile, so the header fields read below still describe it. */
+    PyObject *data = NULL, *compressed = NULL;
     if (self->codec) {
         if (compress_fn == NULL) {
             PyErr_SetString(PyExc_RuntimeError, "_speedups.configure(compress=...) was not called");
             return NULL;
         }
-        PyObject *data = PyBytes_FromStringAndSize((const char *)payload, payload_len);
+        data = PyBytes_FromStringAndSize((const char *)payload, payload_len);
         if (data == NULL)
             return NULL;
-        compressed = PyObject_CallFunction(compress_fn, "iOi", self->codec, data, self->gzip_level);
-        Py_DECREF(data);
-        if (compressed == NULL)
+        PyObject *fn = Py_NewRef(compress_fn);  /* configure() may replace it during the call */
+        self->building++;
+        compressed = PyObject_CallFunction(fn, "iOi", self->codec, data, self->gzip_level);
+        self->building--;
+        Py_DECREF(fn);
+        if (compressed == NULL) {
+            Py_DECREF(data);
             return NULL;
+        }
         if (!PyBytes_Check(compressed)) {
             Py_DECREF(compressed);
+            Py_DECREF(data);
             PyErr_SetString(PyExc_TypeError, "compress must return bytes");
             return NULL;
         }
@@ -484,17 +521,19 @@ encoder_build(EncoderObject *self, PyObject *Py_UNUSED(ignored))
             payload = (const unsigned char *)PyBytes_AS_STRING(compressed);
             payload_len = PyBytes_GET_SIZE(compressed);
             attributes |= self->codec;
+        } else {
+            payload = (const unsigned char *)PyBytes_AS_STRING(data);
         }
     }
     Py_ssize_t total = HEADER_SIZE + payload_len;
     PyObject *out = PyByteArray_FromStringAndSize(NULL, total);
-    if (out == NULL) {
-        Py_XDECREF(compressed);
-        return NULL;
-    }
-    unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(out);
-    memcpy(b + HEADER_SIZE, payload, payload_len);
+    if (out != NULL)
+        memcpy(PyByteArray_AS_STRING(out) + HEADER_SIZE, payload, payload_len);
     Py_XDECREF(compressed);
+    Py_XDECREF(data);
+    if (out == NULL)
+        return NULL;
+    unsigned char *b = (unsigned char *)PyByteArray_AS_STRING(out);
     int has = self->num_records > 0;
     unsigned char *p = b;
     p = put_be(p, 0, 8);                                   /* base offset */
@@ -546,8 +585,7 @@ static PyTypeObject EncoderType = {
     .tp_basicsize = sizeof(EncoderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Compiled magic-v2 batch encoder; the same bytes as protocol.record_batch.BatchEncoder.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)encoder_init,
+    .tp_new = encoder_new,
     .tp_dealloc = (destructor)encoder_dealloc,
     .tp_methods = encoder_methods,
     .tp_members = encoder_members,
@@ -571,6 +609,9 @@ static PyTypeObject MutexType;
 static PyObject *
 mutex_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":Mutex", kwlist))
+        return NULL;
     MutexObject *self = (MutexObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -625,6 +666,17 @@ mutex_acquire(MutexObject *self, PyObject *args, PyObject *kwds)
     double timeout = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", kwlist, &blocking, &timeout))
         return NULL;
+    /* Checked as a float, as threading.Lock checks it, before it becomes an integer: a float out of
+     * the integer's range (inf, nan, 1e300) converts to an undefined value, which here was negative
+     * ("wait for ever") where threading.Lock raises. */
+    if (timeout != timeout) {
+        PyErr_SetString(PyExc_ValueError, "Invalid value NaN (not a number)");
+        return NULL;
+    }
+    if (timeout != -1 && (timeout < 0 ? -timeout : timeout) * 1e6 > (double)PY_TIMEOUT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "timeout value is too large");
+        return NULL;
+    }
     if (!blocking && timeout != -1) {
         PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
         return NULL;
@@ -633,9 +685,15 @@ mutex_acquire(MutexObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
         return NULL;
     }
-    PY_TIMEOUT_T us = !blocking ? 0 : timeout < 0 ? -1 : (PY_TIMEOUT_T)(timeout * 1e6);
-    if (us > PY_TIMEOUT_MAX)
-        us = PY_TIMEOUT_MAX;
+    PY_TIMEOUT_T us = -1;
+    if (!blocking) {
+        us = 0;
+    } else if (timeout >= 0) {
+        double wanted = timeout * 1e6;  /* within PY_TIMEOUT_MAX: converts exactly, rounded up below */
+        us = (PY_TIMEOUT_T)wanted;
+        if ((double)us < wanted)
+            us++;
+    }
     return PyBool_FromLong(mutex_lock(self, us));
 }
 
@@ -731,7 +789,9 @@ layout_init(Layout *l, PyObject *batch_type, PyObject *future_type)
         PyErr_SetString(PyExc_TypeError, "batch_type and future_type must be classes");
         return -1;
     }
-    l->batch_type = (PyTypeObject *)batch_type;
+    /* owned from here on, whatever fails below: the owner's dealloc releases them */
+    l->batch_type = (PyTypeObject *)Py_NewRef(batch_type);
+    l->future_type = (PyTypeObject *)Py_NewRef(future_type);
     l->b_full = slot_offset(l->batch_type, "full");
     l->b_builder = slot_offset(l->batch_type, "builder");
     l->b_record_count = slot_offset(l->batch_type, "record_count");
@@ -739,7 +799,6 @@ layout_init(Layout *l, PyObject *batch_type, PyObject *future_type)
         PyErr_SetString(PyExc_TypeError, "ProducerBatch lacks the slots full, builder, record_count");
         return -1;
     }
-    l->future_type = (PyTypeObject *)future_type;
     l->f_batch = slot_offset(l->future_type, "_batch");
     l->f_index = slot_offset(l->future_type, "_index");
     l->f_timestamp = slot_offset(l->future_type, "_timestamp");
@@ -800,39 +859,33 @@ fail:
     return NULL;
 }
 
-static int
-appender_init(AppenderObject *self, PyObject *args, PyObject *kwds)
+/* Appender(accumulator, batches, mutex, full_at, batch_type, future_type): complete once made. */
+static PyObject *
+appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"accumulator", "batches", "mutex", "full_at", "batch_type", "future_type",
                              NULL};
     PyObject *acc, *batches, *mutex, *batch_type, *future_type;
     Py_ssize_t full_at;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OnOO", kwlist, &acc, &PyDict_Type, &batches,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OnOO:Appender", kwlist, &acc, &PyDict_Type, &batches,
                                      &mutex, &full_at, &batch_type, &future_type))
-        return -1;
-    if (layout_init(&self->layout, batch_type, future_type) < 0)
-        return -1;
-    PyObject *acquire = PyObject_GetAttr(mutex, s_acquire);
-    if (acquire == NULL)
-        return -1;
-    PyObject *release = PyObject_GetAttr(mutex, s_release);
-    if (release == NULL) {
-        Py_DECREF(acquire);
-        return -1;
-    }
-    Py_INCREF(acc);
-    Py_XSETREF(self->acc, acc);
-    Py_INCREF(batches);
-    Py_XSETREF(self->batches, batches);
-    Py_XSETREF(self->acquire, acquire);
-    Py_XSETREF(self->release, release);
-    Py_INCREF(mutex);
-    Py_XSETREF(self->mutex, mutex);
-    Py_INCREF(batch_type);
-    Py_INCREF(future_type);
+        return NULL;
+    /* every field starts NULL: whatever fails below, dealloc releases exactly what was taken */
+    AppenderObject *self = (AppenderObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->acc = Py_NewRef(acc);
+    self->batches = Py_NewRef(batches);
+    self->mutex = Py_NewRef(mutex);
     self->full_at = full_at;
     self->closed = 0;
-    return 0;
+    if (layout_init(&self->layout, batch_type, future_type) < 0
+        || (self->acquire = PyObject_GetAttr(mutex, s_acquire)) == NULL
+        || (self->release = PyObject_GetAttr(mutex, s_release)) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
 }
 
 static int
@@ -845,6 +898,8 @@ appender_traverse(AppenderObject *self, visitproc visit, void *arg)
     Py_VISIT(self->mutex);
     Py_VISIT(self->last_tp);
     Py_VISIT(self->last_dq);
+    Py_VISIT(self->layout.batch_type);
+    Py_VISIT(self->layout.future_type);
     return 0;
 }
 
@@ -867,7 +922,7 @@ appender_dealloc(AppenderObject *self)
 {
     PyObject_GC_UnTrack(self);
     appender_clear(self);
-    /* the classes were kept alive by a reference taken in init */
+    /* the classes: references taken by layout_init (NULL if it never ran) */
     Py_XDECREF(self->layout.batch_type);
     Py_XDECREF(self->layout.future_type);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1062,8 +1117,7 @@ static PyTypeObject AppenderType = {
     .tp_basicsize = sizeof(AppenderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "RecordAccumulator.append for a record that joins an open batch.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)appender_init,
+    .tp_new = appender_new,
     .tp_dealloc = (destructor)appender_dealloc,
     .tp_traverse = (traverseproc)appender_traverse,
     .tp_clear = (inquiry)appender_clear,
@@ -1102,64 +1156,6 @@ typedef struct {
 #define SP_CRASHED 4
 
 static PyTypeObject SendPathType;
-
-static int
-sendpath_init(SendPathObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"producer", "transaction_manager", "network",
-                             "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
-                             "appender", "no_headers", "record_overhead", "plain_keys",
-                             "plain_values", "builtin_partitioner", "sticky_type", "partition_cache",
-                             "added", "fallback", NULL};
-    PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
-    PyObject *sticky_type, *partitions, *added, *fallback;
-    Py_ssize_t sticky_batch_size, record_overhead;
-    int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!O!O", kwlist, &producer,
-                                     &tm, &net, &sticky, &PyDict_Type, &current,
-                                     &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
-                                     &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
-                                     &plain_values, &builtin, &PyType_Type, &sticky_type,
-                                     &PyDict_Type, &partitions, &PySet_Type, &added, &fallback))
-        return -1;
-    if (!PyCallable_Check(fallback)) {
-        PyErr_SetString(PyExc_TypeError, "fallback must be callable (TransactionalProducer.send)");
-        return -1;
-    }
-    Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
-    Py_ssize_t sp_tp = slot_offset((PyTypeObject *)sticky_type, "tp");
-    Py_ssize_t sp_produced = slot_offset((PyTypeObject *)sticky_type, "produced");
-    if (sp_parts < 0 || sp_tp < 0 || sp_produced < 0) {
-        PyErr_SetString(PyExc_TypeError, "StickyPartition lacks the slots parts, tp, produced");
-        return -1;
-    }
-    self->sp_parts = sp_parts;
-    self->sp_tp = sp_tp;
-    self->sp_produced = sp_produced;
-    Py_INCREF(sticky_type);
-    Py_XSETREF(self->sticky_type, (PyTypeObject *)sticky_type);
-#define KEEP(field, obj) do { Py_INCREF(obj); Py_XSETREF(self->field, obj); } while (0)
-    KEEP(producer, producer);
-    KEEP(tm, tm);
-    KEEP(net, net);
-    KEEP(partitions, partitions);
-    KEEP(sticky, sticky);
-    KEEP(current, current);
-    KEEP(tps, tps);
-    KEEP(appender, appender);
-    KEEP(no_headers, no_headers);
-    KEEP(added, added);
-    KEEP(fallback, fallback);
-#undef KEEP
-    Py_CLEAR(self->known_tp);
-    self->sticky_batch_size = sticky_batch_size;
-    self->record_overhead = record_overhead;
-    self->plain_keys = plain_keys;
-    self->plain_values = plain_values;
-    self->builtin_partitioner = builtin;
-    self->flags = 0;  /* not in a transaction until the TM says so */
-    return 0;
-}
 
 static int
 sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
@@ -1399,12 +1395,20 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     }
     Py_DECREF(parts);
     Bytes kb, vb, hb;
-    bytes_get(key, &kb, "key");      /* None or exact bytes: cannot fail */
+    bytes_get(key, &kb, "key");      /* None or exact bytes: no view, cannot fail */
     bytes_get(value, &vb, "value");
-    bytes_get(self->no_headers, &hb, "headers");
+    /* bytes, or a subclass of it (its buffer is then a view: released below, on every path) */
+    if (bytes_get(self->no_headers, &hb, "headers") < 0) {
+        Py_DECREF(tp);
+        Py_XDECREF(sticky_obj);
+        return NULL;
+    }
     int wake = 0;
     PyObject *future = appender_append_raw((AppenderObject *)self->appender, tp, ts, ts_obj, &kb, &vb,
                                            &hb, &wake);
+    bytes_release(&kb);
+    bytes_release(&vb);
+    bytes_release(&hb);
     if (future == NULL || future == Py_None) {
         Py_DECREF(tp);
         Py_XDECREF(sticky_obj);
@@ -1500,13 +1504,64 @@ typedef struct {
     vectorcallfunc vectorcall;
 } SendPathWithVectorcall;
 
+/* SendPath(producer, ..., fallback): complete once made (see the top of the file). */
 static PyObject *
 sendpath_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *self = PyType_GenericNew(type, args, kwds);
-    if (self != NULL)
-        ((SendPathWithVectorcall *)self)->vectorcall = sendpath_vectorcall;
-    return self;
+    static char *kwlist[] = {"producer", "transaction_manager", "network",
+                             "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
+                             "appender", "no_headers", "record_overhead", "plain_keys",
+                             "plain_values", "builtin_partitioner", "sticky_type", "partition_cache",
+                             "added", "fallback", NULL};
+    PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
+    PyObject *sticky_type, *partitions, *added, *fallback;
+    Py_ssize_t sticky_batch_size, record_overhead;
+    int plain_keys, plain_values, builtin;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!O!O:SendPath", kwlist, &producer,
+                                     &tm, &net, &sticky, &PyDict_Type, &current,
+                                     &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
+                                     &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
+                                     &plain_values, &builtin, &PyType_Type, &sticky_type,
+                                     &PyDict_Type, &partitions, &PySet_Type, &added, &fallback))
+        return NULL;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable (TransactionalProducer.send)");
+        return NULL;
+    }
+    Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
+    Py_ssize_t sp_tp = slot_offset((PyTypeObject *)sticky_type, "tp");
+    Py_ssize_t sp_produced = slot_offset((PyTypeObject *)sticky_type, "produced");
+    if (sp_parts < 0 || sp_tp < 0 || sp_produced < 0) {
+        PyErr_SetString(PyExc_TypeError, "StickyPartition lacks the slots parts, tp, produced");
+        return NULL;
+    }
+    SendPathObject *self = (SendPathObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    ((SendPathWithVectorcall *)self)->vectorcall = sendpath_vectorcall;
+    self->sp_parts = sp_parts;
+    self->sp_tp = sp_tp;
+    self->sp_produced = sp_produced;
+    self->sticky_type = (PyTypeObject *)Py_NewRef(sticky_type);
+    self->producer = Py_NewRef(producer);
+    self->tm = Py_NewRef(tm);
+    self->net = Py_NewRef(net);
+    self->partitions = Py_NewRef(partitions);
+    self->sticky = Py_NewRef(sticky);
+    self->current = Py_NewRef(current);
+    self->tps = Py_NewRef(tps);
+    self->appender = Py_NewRef(appender);
+    self->no_headers = Py_NewRef(no_headers);
+    self->added = Py_NewRef(added);
+    self->fallback = Py_NewRef(fallback);
+    self->known_tp = NULL;
+    self->sticky_batch_size = sticky_batch_size;
+    self->record_overhead = record_overhead;
+    self->plain_keys = plain_keys;
+    self->plain_values = plain_values;
+    self->builtin_partitioner = builtin;
+    self->flags = 0;  /* not in a transaction until the TM says so */
+    return (PyObject *)self;
 }
 
 static PyObject *
@@ -1575,7 +1630,6 @@ static PyTypeObject SendPathType = {
     .tp_doc = "send(topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None) -> "
               "RecordFuture: TransactionalProducer.send, compiled for the common case (see its docstring).",
     .tp_new = sendpath_new,
-    .tp_init = (initproc)sendpath_init,
     .tp_dealloc = (destructor)sendpath_dealloc,
     .tp_traverse = (traverseproc)sendpath_traverse,
     .tp_clear = (inquiry)sendpath_clear,

@@ -64,6 +64,7 @@ __all__ = [
     "COMPRESSION_CODECS",
     "RecordAccumulator",
     "TransactionGate",
+    "encoding_error",
 ]
 
 _RECORD_OVERHEAD: int = MAX_RECORD_OVERHEAD
@@ -73,6 +74,16 @@ FIRST_RESERVATION: int = 16384
 
 #: compression_type setting -> codec id in the batch attributes.
 COMPRESSION_CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def encoding_error(batch: ProducerBatch, cause: Exception) -> errors.BatchEncodingError:
+    """What the records of a batch that could not be encoded fail with (:meth:`RecordAccumulator.drain`)."""
+    error = errors.BatchEncodingError(
+        f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} could not be encoded "
+        f"into a batch ({type(cause).__name__}: {cause}) and were not sent: call abort_transaction() and "
+        f"start a new transaction (and please report this error)")
+    error.__cause__ = cause
+    return error
 
 
 class TransactionGate(Protocol):
@@ -118,6 +129,8 @@ class RecordAccumulator:
         # not be that large (then a record that fits into a batch always passes the size check)
         self._full_at = max(1, min(batch_size, self._max_record_total))
         self._codec = COMPRESSION_CODECS[compression_type]
+        # the compiled encoder when the accelerator runs, else the pure-Python one: chosen once, here
+        self._encoder: Callable[..., Any] = ActiveBatchEncoder
         self._gzip_level = compression_gzip_level
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self._max_wait_s = (delivery_timeout_ms + request_timeout_ms) / 1000
@@ -264,7 +277,7 @@ class RecordAccumulator:
             dq = self._batches.get(tp)
         if dq is None:
             dq = self._batches[tp] = collections.deque()
-        builder = ActiveBatchEncoder(self._codec, True, capacity, gzip_level=self._gzip_level)
+        builder = self._encoder(self._codec, True, capacity, gzip_level=self._gzip_level)
         batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
         first = batch.try_append(timestamp, key, value, headers_encoded)
         assert first is not None  # the first record always fits
@@ -445,12 +458,19 @@ class RecordAccumulator:
         return nodes, delay, unknown_leader
 
     def drain(self, leader_for: Callable[[TopicPartition], int | None], nodes: Iterable[int],
-              max_request_size: int | None = None, now: float | None = None
+              max_request_size: int | None = None, now: float | None = None,
+              on_encode_error: Callable[[ProducerBatch, Exception], None] | None = None,
               ) -> dict[int, list[ProducerBatch]]:
         """Take at most one batch per partition for each node, up to ``max_request_size``.
 
         New batches get the producer id, epoch and next sequence of their partition here
         and are encoded; retried batches keep theirs.
+
+        A batch whose encoding raises (a compression library that fails, a bug) leaves its queue
+        without taking a sequence and, once the lock is released, goes to ``on_encode_error`` (the
+        Sender fails its records and makes the transaction abortable); without a handler it fails
+        here with :func:`encoding_error`. The other batches drain as usual: left at the head of its
+        queue, one such batch would fail every Sender loop until the thread gave up.
         """
         now = self._clock() if now is None else now
         limit = self.max_request_size if max_request_size is None else max_request_size
@@ -458,6 +478,7 @@ class RecordAccumulator:
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         pid_epoch = self._tm.producer_id_and_epoch
+        unencodable: list[tuple[ProducerBatch, Exception]] = []
         with self._mutex:
             items = list(self._batches.items())
             if not items:
@@ -485,7 +506,12 @@ class RecordAccumulator:
                     if first.builder is not None:  # its records' size before compression
                         self._start_reservation[tp] = self._reservation_step(first.builder.size())
                     seq = self._tm.sequence_number(tp)
-                    first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
+                    try:
+                        first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
+                    except Exception as cause:
+                        dq.popleft()
+                        unencodable.append((first, cause))
+                        continue
                     self._tm.increment_sequence(tp, first.record_count)
                     self._outstanding.setdefault(tp, []).append(first)
                     size = first.size
@@ -495,6 +521,11 @@ class RecordAccumulator:
                 first.attempts += 1
                 sizes[leader] = used + size
                 out.setdefault(leader, []).append(first)
+        for batch, error in unencodable:
+            if on_encode_error is not None:
+                on_encode_error(batch, error)
+            else:
+                self.fail(batch, encoding_error(batch, error))
         return out
 
     def _backoff(self, attempts: int) -> float:
@@ -539,7 +570,7 @@ class RecordAccumulator:
         sequence = batch.base_sequence
         for chunk in (records[:middle], records[middle:]):
             # no size bound: every record of the half goes in (the limit is the broker's)
-            builder = ActiveBatchEncoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
+            builder = self._encoder(self._codec, True, 1 << 62, gzip_level=self._gzip_level)
             for timestamp, key, value, headers_encoded in chunk:
                 builder.append(timestamp, key, value, headers_encoded)
             part = ProducerBatch(batch.tp, builder, batch.created, batch.max_wait_s)
