@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from kafka.structs import TopicPartition
+from kafka.structs import MemberState, TopicPartition
 
 from tests._support.group_members import (
     WAIT_S,
@@ -290,7 +290,14 @@ def test_group_metadata_fences_a_zombies_transactional_offsets(cluster: MockClus
         commit(3, member.group_metadata())
         assert cluster.committed_offsets("zombie") == {(TOPIC, 0): 3}
 
-        cluster.remove_group_member("zombie", member_id(member))  # dropped, and it does not know yet
+        since = cluster.requests.next_seq()
+        cluster.remove_group_member("zombie", member_id(member))  # dropped; its heartbeat learns it
+        cluster.wait_for_request(lambda e: e.api == "Heartbeat" and e.error_codes == (25,), timeout=WAIT_S,
+                                 since=since)
+        wait_for(lambda: member.group_metadata().state == MemberState.UNJOINED, "the member knows")
+        # not polled since: the metadata is still that of the last join (Java's groupMetadata), never
+        # generation -1, which Kafka would take as an unfenced "simple" commit
+        assert member.group_metadata().generation_id == 2
         with pytest.raises(CommitFailedError):
             commit(4, member.group_metadata())
         poll_until(member, "rejoined", lambda: member.group_metadata().generation_id > 2)
@@ -301,6 +308,14 @@ def test_group_metadata_fences_a_zombies_transactional_offsets(cluster: MockClus
     finally:
         producer.close(timeout=5)
         member.close(5)
+
+
+def wait_for(done: Callable[[], bool], what: str) -> None:
+    """Wait on something the member's own thread changes (no event to wait on: checked every 10 ms)."""
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        threading.Event().wait(0.01)
 
 
 def member_id(member: GroupMember) -> str:
