@@ -233,6 +233,19 @@ def test_partitions_added_to_a_topic_rebalance_the_group(cluster: MockCluster,
     assert a.generation > generation
 
 
+def test_a_topic_created_after_the_group_formed_is_assigned_soon(cluster: MockCluster,
+                                                               members: list[PolledMember]) -> None:
+    """Without waiting for metadata_max_age_ms (5 minutes by default): while a subscribed topic is
+    unknown, the leader asks again after retry_backoff_max_ms, as the Java client refreshes then."""
+    a = PolledMember(cluster, "later", "a", topics=["later"])
+    members.append(a)
+    a.wait_until("a joined, owning nothing", lambda: a.generation == 1)
+    assert a.assignment == frozenset()
+    cluster.create_topic("later", partitions=2)
+    a.wait_until("a owns the new topic's partitions", lambda: split_evenly([a], "later", 2))
+    assert a.member.settings.metadata_max_age_ms == 300_000
+
+
 def test_committed_offsets_wait_for_an_open_transaction_to_end(cluster: MockCluster) -> None:
     member = make_member(cluster, "offsets", "a", NoHooks())
     producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="off-1")

@@ -46,6 +46,7 @@ class CoordinatorLink:
         self.lookup_in_flight = False
         self.lookups_finished = 0
         self.last_lookup_error: str | None = None
+        self._awaiting_bootstrap = False  # a lookup waits for the first metadata answer (IO thread)
 
     # -- FindCoordinator ------------------------------------------------------------------------
 
@@ -56,13 +57,28 @@ class CoordinatorLink:
             if self.lookup_in_flight or state.coordinator is not None or state.closed:
                 return
             self.lookup_in_flight = True
-        node = self._io.network.least_loaded_node()
+        network = self._io.network
+        node = network.least_loaded_node()
         if node is None:
-            self._lookup_finished(None, "no broker of the cluster is reachable yet (bootstrap)")
+            if not network.bootstrapped and network.auth_error is None:
+                # bootstrap is under way (a new member): ask again when it answers, not after a backoff
+                self._awaiting_bootstrap = True
+                return
+            self._lookup_finished(None, "no broker of the cluster is reachable now")
             return
         group_id = self._settings.group_id
         self._io.send(node, lambda max_version: find_coordinator.build_request(group_id, max_version),
                       self._on_lookup_answer, self._on_lookup_failure)
+
+    def tick(self) -> None:
+        """Each turn of the IO loop: a lookup that waited for bootstrap goes out once it is done."""
+        if self._awaiting_bootstrap:
+            network = self._io.network
+            if network.bootstrapped or network.auth_error is not None:
+                self._awaiting_bootstrap = False
+                with self._state.cond:
+                    self.lookup_in_flight = False
+                self.lookup()
 
     def _on_lookup_answer(self, response: Any) -> None:
         outcome = find_coordinator.read_response(self._settings.group_id, response)

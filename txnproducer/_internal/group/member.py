@@ -266,7 +266,8 @@ class GroupMember:
         with self._state.cond:
             self._state.closed = True
             self._state.changed()
-        if not self._io.stop(max(0.0, deadline - time.monotonic())):
+        if not self._io.stop(max(0.0, deadline - time.monotonic())) and timeout > 0:
+            # (the thread is a daemon and ends its loop within a second; close(0) does not wait for it)
             self._log.warning("group.close_timed_out", timeout_s=timeout)
         self._log.info("group.closed", left=leave)
         if hook_error is not None:
@@ -430,6 +431,7 @@ class GroupMember:
     # -- the IO thread ------------------------------------------------------------------------------------
 
     def _tick(self, now: float) -> float:
+        self._link.tick()
         return self._heartbeats.tick(now)
 
     def _send_offset_fetch(self, partitions: frozenset[TopicPartition], pending: _Pending) -> None:

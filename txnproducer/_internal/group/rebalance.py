@@ -133,13 +133,12 @@ class Rebalancer:
             return
 
         def counted(response: Any) -> None:
-            counts = topic_metadata.partition_counts(response)
-            counts = {t: counts.get(t, 0) for t in topics}
+            counts, unsettled = topic_metadata.partition_counts(topics, response)
             with self._state.cond:
                 self.is_leader = True
                 self.group_topics = topics
                 self.assigned_counts = counts
-                self._next_metadata_check = time.monotonic() + self._settings.metadata_max_age_ms / 1000
+                self._next_metadata_check = time.monotonic() + self._check_period(unsettled)
             if outcome.skip_assignment:
                 self._log.info("group.assignment_skipped", generation=joined.generation_id)
                 self._sync(round_, joined, {})
@@ -204,6 +203,13 @@ class Rebalancer:
 
     # -- the leader's watch on its topics ---------------------------------------------------------
 
+    def _check_period(self, unsettled: frozenset[str]) -> float:
+        """Seconds until the next partition-count check: soon while a topic is unsettled."""
+        settings = self._settings
+        if unsettled:
+            return min(settings.retry_backoff_max_ms, settings.metadata_max_age_ms) / 1000
+        return settings.metadata_max_age_ms / 1000
+
     def check_metadata(self, now: float) -> float:
         """While stable and leading: every ``metadata_max_age_ms``, compare the group's partition
         counts with those assigned from; returns seconds until the next check is due."""
@@ -225,10 +231,10 @@ class Rebalancer:
             return period
 
         def counted(response: Any) -> None:
-            counts = topic_metadata.partition_counts(response)
-            current = {t: counts.get(t, 0) for t in topics}
+            current, unsettled = topic_metadata.partition_counts(topics, response)
             with state.cond:
                 self._metadata_in_flight = False
+                self._next_metadata_check = time.monotonic() + self._check_period(unsettled)
                 if current != snapshot and self.assigned_counts == snapshot:
                     self.assigned_counts = None
                     state.request_rejoin("cached metadata has changed")
