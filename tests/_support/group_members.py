@@ -33,19 +33,23 @@ class HookCall:
 
 
 class RecordingHooks:
-    """RebalanceHooks that record each call; ``on_revoke_do`` runs inside the revoke hook."""
+    """RebalanceHooks that record each call; ``on_revoke_do`` runs inside the revoke hook. With a
+    real broker (``cluster`` a bootstrap string) the request-log positions are -1."""
 
-    def __init__(self, cluster: MockCluster, cond: threading.Condition) -> None:
+    def __init__(self, cluster: MockCluster | str, cond: threading.Condition) -> None:
         self._cluster = cluster
         self._cond = cond
         self.calls: list[HookCall] = []
         self.on_revoke_do: Callable[[frozenset[TopicPartition]], None] | None = None
 
+    def _seq(self) -> int:
+        return -1 if isinstance(self._cluster, str) else self._cluster.requests.next_seq()
+
     def _record(self, kind: str, partitions: frozenset[TopicPartition], action: Callable[[], None]) -> None:
-        before = self._cluster.requests.next_seq()
+        before = self._seq()
         action()
         with self._cond:
-            self.calls.append(HookCall(kind, partitions, before, self._cluster.requests.next_seq()))
+            self.calls.append(HookCall(kind, partitions, before, self._seq()))
             self._cond.notify_all()
 
     def on_revoke(self, partitions: frozenset[TopicPartition]) -> None:
@@ -63,19 +67,22 @@ class RecordingHooks:
             return [c.kind for c in self.calls]
 
 
-def make_member(cluster: MockCluster, group: str, name: str, hooks: Any, **settings: Any) -> GroupMember:
+def make_member(cluster: MockCluster | str, group: str, name: str, hooks: Any,
+                **settings: Any) -> GroupMember:
+    """A member of ``group`` on ``cluster`` (a MockCluster, or a real cluster's bootstrap servers)."""
     values = dict(FAST)
     values.update(settings)
     connection = values.pop("connection", {})
+    bootstrap = cluster if isinstance(cluster, str) else cluster.bootstrap_servers
     return GroupMember(GroupSettings(group_id=group, **values), hooks,
-                       connection=connection_config(cluster.bootstrap_servers, client_id=name,
-                                                    reconnect_backoff_ms=20, **connection))
+                       connection=connection_config(bootstrap, client_id=name, reconnect_backoff_ms=20,
+                                                    **connection))
 
 
 class PolledMember:
     """A member polled on a thread of its own until :meth:`stop`; errors are kept for the test."""
 
-    def __init__(self, cluster: MockCluster, group: str, name: str, topics: Iterable[str] = ("t",),
+    def __init__(self, cluster: MockCluster | str, group: str, name: str, topics: Iterable[str] = ("t",),
                  *, autostart: bool = True, cond: threading.Condition | None = None, **settings: Any) -> None:
         self.name = name
         self.cond = cond or threading.Condition()  # share one between members to wait on them all
