@@ -163,6 +163,25 @@ def test_heartbeat_errors_that_end_the_member_lose_its_partitions_and_raise(
     assert stable.hooks.kinds() == ["assign", "lost"] and stable.assignment == frozenset()
 
 
+def test_an_answer_the_member_cannot_process_fails_the_poll_instead_of_hanging(
+        cluster: MockCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-python's futures swallow what a callback raises; the member turns it into the round's
+    failure, so poll raises a FatalError naming it instead of waiting for an answer forever."""
+    from txnproducer._internal.group import join_group
+
+    def broken(*_args: object) -> None:
+        raise KeyError("something this member did not expect")
+
+    monkeypatch.setattr(join_group, "read_response", broken)
+    member = make_member(cluster, "broken", "a", Hooks())
+    try:
+        member.subscribe([TOPIC])
+        with pytest.raises(errors.FatalError, match=r"could not process the JoinGroupResponse.*not expect"):
+            join(member)
+    finally:
+        member.close(5)
+
+
 def test_a_leave_group_error_does_not_hold_up_close(cluster: MockCluster) -> None:
     member = make_member(cluster, "leaving", "a", Hooks())
     member.subscribe([TOPIC])

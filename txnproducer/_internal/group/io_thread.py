@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import kafka.errors as kerrors
 
+from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
 
@@ -138,8 +139,19 @@ class GroupIo:
             item.on_failure(exc)
             return
         future = self.network.send(node, request, timeout_s=item.timeout_s)
-        future.add_callback(item.on_response)
+        future.add_callback(lambda response: self._answered(item, response))
         future.add_errback(item.on_failure)
+
+    def _answered(self, item: _PendingSend, response: Any) -> None:
+        """Hand an answer on. kafka-python's futures swallow what a callback raises: an answer we
+        could not process would leave its waiter waiting, so it fails the request instead."""
+        try:
+            item.on_response(response)
+        except BaseException as exc:
+            self._log.error("group.answer_not_processed", api=type(response).__name__, error=repr(exc))
+            item.on_failure(errors.FatalError(
+                f"could not process the {type(response).__name__} answer of broker {item.node} "
+                f"({type(exc).__name__}: {exc})"))
 
     def _run(self) -> None:
         network = self.network

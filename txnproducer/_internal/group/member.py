@@ -439,16 +439,19 @@ class GroupMember:
         state = self._state
 
         def answered(response: object) -> None:
+            outcome = offset_fetch.read_response(group_id, response, self._forget)
             with state.cond:
-                pending.outcome = offset_fetch.read_response(group_id, response, self._forget)
-                pending.done = True
-                state.changed()
+                if not pending.done:
+                    pending.outcome = outcome
+                    pending.done = True
+                    state.changed()
 
         def failed(exc: BaseException) -> None:
             with state.cond:
-                pending.failure = exc
-                pending.done = True
-                state.changed()
+                if not pending.done:
+                    pending.failure = exc
+                    pending.done = True
+                    state.changed()
 
         self._link.send(lambda v: offset_fetch.build_request(group_id, partitions, v), answered, failed)
 

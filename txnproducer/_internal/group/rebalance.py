@@ -152,7 +152,10 @@ class Rebalancer:
 
     def _assign(self, joined: Generation, members: list[MemberSubscription],
                 counts: dict[str, int]) -> dict[str, bytes]:
-        assignor = ASSIGNORS[joined.protocol_name or ""]
+        assignor = ASSIGNORS.get(joined.protocol_name or "")
+        if assignor is None:  # the coordinator chose a protocol we did not offer
+            raise errors.FatalError(f"the group chose assignor {joined.protocol_name!r}, which this member "
+                                    f"did not offer ({', '.join(self._settings.assignors)})")
         plan = assignor(members, counts)
         self._log.info("group.assigned", generation=joined.generation_id, protocol=joined.protocol_name,
                        plan={m: len(ps) for m, ps in plan.items()})
@@ -188,7 +191,9 @@ class Rebalancer:
                 f"{api} failed: {exc}")))
 
     def _finish(self, round_: JoinRound, failure: RoundFailure | None) -> None:
-        """Complete ``round_`` (caller holds the state lock)."""
+        """Complete ``round_`` once (caller holds the state lock)."""
+        if round_.done:
+            return
         self.request_in_flight = False
         round_.failure = failure
         round_.done = True
