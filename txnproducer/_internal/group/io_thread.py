@@ -113,18 +113,21 @@ class GroupIo:
         waiting: list[_PendingSend] = []
         for item in current:
             node = item.node
-            if network.is_ready(node):
-                self._send_now(item)
-            elif network.auth_error is not None:
-                item.on_failure(network.auth_error)
-            elif (not network.has_connection(node) and network.connection_delay(node) > 0) \
-                    or now >= item.give_up_at:
-                item.on_failure(kerrors.KafkaConnectionError(
-                    f"broker {node} cannot be reached now (connection failed or not ready within "
-                    "socket_connection_setup_timeout_ms)"))
-            else:
-                network.ensure_connecting(node)
-                waiting.append(item)
+            try:
+                if network.is_ready(node):
+                    self._send_now(item)
+                elif network.auth_error is not None:
+                    item.on_failure(network.auth_error)
+                elif (not network.has_connection(node) and network.connection_delay(node) > 0) \
+                        or now >= item.give_up_at:
+                    item.on_failure(kerrors.KafkaConnectionError(
+                        f"broker {node} cannot be reached now (connection failed or not ready within "
+                        "socket_connection_setup_timeout_ms)"))
+                else:
+                    network.ensure_connecting(node)
+                    waiting.append(item)
+            except BaseException as exc:  # one request's trouble must not lose the others
+                self._on_error(exc)
         self._pending = waiting + self._pending  # (callbacks may have sent more meanwhile)
 
     def _send_now(self, item: _PendingSend) -> None:
