@@ -39,6 +39,7 @@ __all__ = [
     "CorruptRecordError",
     "DeliveryTimeoutError",
     "FatalError",
+    "FencedInstanceIdError",
     "GroupAuthorizationError",
     "IllegalStateError",
     "InvalidProducerEpochError",
@@ -283,6 +284,14 @@ class ProducerFencedError(FatalError):
     """Another producer with the same ``transactional_id`` took over; close this one."""
 
     error_code = ec.PRODUCER_FENCED
+
+
+class FencedInstanceIdError(FatalError):
+    """Another consumer with the same ``group_instance_id`` (KIP-345 static membership) joined the
+    group and took this member's place (FENCED_INSTANCE_ID): two instances share one id. Close this
+    consumer; give every instance its own ``group_instance_id``. As in the Java client, fatal."""
+
+    error_code = ec.FENCED_INSTANCE_ID
 
 
 class AuthenticationError(FatalError):

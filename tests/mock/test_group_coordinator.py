@@ -27,7 +27,7 @@ from kafka.protocol.consumer.group import (
 )
 
 from txnproducer.testing import handlers as gc_module
-from txnproducer.testing.group_coordinator import GroupCoordinator
+from txnproducer.testing.group_coordinator import GroupCoordinator, GroupState
 from txnproducer.testing.handlers import RequestContext, lookup
 
 NONE = 0
@@ -445,6 +445,35 @@ def test_static_member_restart_keeps_generation_and_fences_old_id(state: FakeSta
     assert sync.assignment == b"A"
     assert heartbeat(state, first.member_id, 1, instance_id="inst-1") == FENCED_INSTANCE_ID
     assert heartbeat(state, restarted.member_id, 1, instance_id="inst-1") == NONE
+
+
+def test_static_member_restart_with_other_subscription_bytes_keeps_generation(state: FakeState) -> None:
+    """Kafka 4.1 compares only the protocol the group would select (GroupMetadataManager's
+    updateStaticMemberThenRebalanceOrCompleteJoin): a restarted static member whose subscription bytes
+    differ - a Java member no longer listing owned partitions, another client version - takes its
+    place back without a rebalance, and its new metadata replaces the old."""
+    first = call(state, join_req(instance_id="inst-1", protocols=(("range", b"owned:t-0"),)), 9)
+    call(state, sync_req(first.member_id, 1, {first.member_id: b"A"}, instance_id="inst-1"), 5)
+
+    restarted = call(state, join_req(instance_id="inst-1", protocols=(("range", b"owned:none"),)), 9)
+    assert restarted.error_code == NONE
+    assert restarted.generation_id == 1  # no rebalance
+    assert restarted.skip_assignment  # the leader came back: it keeps the assignment (KIP-814)
+    assert [m.metadata for m in restarted.members] == [b"owned:none"]
+    group = state.groups.group("g")
+    assert group is not None and group.state is GroupState.STABLE
+
+
+def test_static_member_restart_choosing_another_protocol_rebalances(state: FakeState) -> None:
+    both = (("range", b"meta"), ("roundrobin", b"meta"))
+    first = call(state, join_req(instance_id="inst-1", protocols=both), 9)
+    call(state, sync_req(first.member_id, 1, {first.member_id: b"A"}, instance_id="inst-1"), 5)
+
+    preferring = (("roundrobin", b"meta"), ("range", b"meta"))
+    restarted = call(state, join_req(instance_id="inst-1", protocols=preferring), 9)
+    assert restarted.error_code == NONE
+    assert restarted.generation_id == 2
+    assert restarted.protocol_name == "roundrobin"
 
 
 # ---------------------------------------------------------------- offsets

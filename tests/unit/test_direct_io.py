@@ -205,6 +205,47 @@ def test_a_request_without_an_answer_times_out_and_closes_the_connection(
         broker.close()
 
 
+def test_a_request_with_its_own_timeout_outlives_request_timeout_ms(selector: selectors.BaseSelector) -> None:
+    """A request the broker holds on purpose (a group's JoinGroup, up to the rebalance timeout) gets
+    its own bound: it is answered after request_timeout_ms has passed, and the connection stays."""
+    held = threading.Event()
+
+    def answer(correlation_id: int, index: int) -> bytes:
+        if index == 0:
+            held.wait(5)  # the broker holds the first request until the test lets it go
+        return metadata_answer()(correlation_id, index)
+
+    broker = FakeBroker(answer)
+    conn = make_conn(selector, broker.port, request_timeout_s=0.2)
+    try:
+        sent_at = time.monotonic()
+        future = conn.send(request(), timeout_s=5.0)
+        pump(selector, conn, lambda: time.monotonic() - sent_at > 0.4)  # twice request_timeout_ms
+        assert not future.is_done and not conn.closed
+        held.set()
+        pump(selector, conn, lambda: future.is_done)
+        assert future.succeeded()
+    finally:
+        held.set()
+        conn.close()
+        broker.close()
+
+
+def test_own_timeouts_still_end_a_request_that_gets_no_answer(selector: selectors.BaseSelector) -> None:
+    broker = FakeBroker(lambda _cid, _i: None)
+    conn = make_conn(selector, broker.port, request_timeout_s=5.0)
+    try:
+        held = conn.send(request(), timeout_s=0.3)
+        queued_after = conn.send(request())  # request_timeout_ms: 5 s; closing fails it as well
+        pump(selector, conn, lambda: held.is_done)
+        assert isinstance(held.exception, kerrors.RequestTimedOutError)
+        assert "its own Metadata timeout (300 ms)" in str(held.exception)
+        assert queued_after.failed() and conn.closed
+    finally:
+        conn.close()
+        broker.close()
+
+
 def test_nothing_is_written_to_a_throttled_broker_until_the_throttle_ends(
         selector: selectors.BaseSelector) -> None:
     broker = FakeBroker(lambda cid, i: metadata_answer(throttle_ms=300 if i == 0 else 0)(cid, i))
@@ -276,6 +317,26 @@ def test_network_client_sends_over_kafka_python_when_not_plaintext() -> None:
     net = NetworkClient(config)
     try:
         assert not net._direct_io
+    finally:
+        net.close()
+
+
+def test_a_request_timeout_of_its_own_reaches_kafka_python_connections(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over TLS/SASL requests go through kafka-python's connection manager, which takes the request's
+    own timeout per request (a group's JoinGroup)."""
+    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t", security_protocol="SSL")
+    net = NetworkClient(config)
+    seen: list[dict[str, object]] = []
+
+    def send(request: object, **kwargs: object) -> Future:
+        seen.append(kwargs)
+        return Future()
+
+    monkeypatch.setattr(net._manager, "send", send)
+    try:
+        net.send(1, request(), timeout_s=305.0)
+        assert seen == [{"node_id": 1, "request_timeout_ms": 305_000.0}]
     finally:
         net.close()
 

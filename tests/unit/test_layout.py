@@ -63,6 +63,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.consumer_config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.accel", "txnproducer._internal.log",
     )),
+    # consumer group membership: our own classic-protocol member over the network room's connections
+    ("txnproducer._internal.group", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+        "txnproducer._internal.network", "txnproducer._internal.log",
+    )),
     ("txnproducer._internal.overdue", (
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.protocol",
         "txnproducer._internal.log",

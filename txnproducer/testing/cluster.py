@@ -321,6 +321,12 @@ class MockCluster(PartitionFaults):
         with self.state.lock:
             return self.state.create_topic(name, partitions, max_message_bytes)
 
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions now, as Kafka's CreatePartitions does: clients see
+        the new ones in their next Metadata answer (a consumer group's leader then rebalances)."""
+        with self.state.lock:
+            self.state.add_partitions(topic, total)
+
     def leader_of(self, topic: str, partition: int) -> int:
         with self.state.lock:
             return self.state.leader_of(topic, partition)

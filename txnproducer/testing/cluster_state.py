@@ -157,6 +157,22 @@ class ClusterState:
         self.notify_all()
         return topic
 
+    def add_partitions(self, name: str, total: int) -> TopicState:
+        """Grow ``name`` to ``total`` partitions (Kafka's CreatePartitions): the new ones get leaders
+        as a new topic's do; existing partitions are untouched. ValueError for an unknown topic or a
+        count that is not larger."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise ValueError(f"no topic {name!r}")
+        if total <= len(topic.partitions):
+            raise ValueError(f"topic {name!r} has {len(topic.partitions)} partitions; {total} is not more")
+        ids = sorted(self.brokers)
+        for p in range(len(topic.partitions), total):
+            preferred = ids[(_stable_hash(name) + p) % len(ids)]
+            topic.partitions.append(PartitionLog(name, p, self._ring_pick(ids.index(preferred))))
+        self.notify_all()
+        return topic
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicState | None:
         for topic in self.topics.values():
             if topic.topic_id == topic_id:

@@ -288,15 +288,16 @@ class GroupMembership:
         old.complete_join(JoinOutcome(ec.FENCED_INSTANCE_ID, member_id=old_id))
         old.complete_sync(SyncOutcome(ec.FENCED_INSTANCE_ID))
         member = group.replace_static_member(candidate.group_instance_id, old_id, candidate.member_id)
-        old_protocols = member.protocols
         member.protocols = candidate.protocols
         member.session_timeout_ms = candidate.session_timeout_ms
         member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
         member.client_id = candidate.client_id
         member.heartbeat_deadline_ms = now + member.session_timeout_ms
         if group.state is GroupState.STABLE:
-            if group.protocol_name == group.select_protocol() and old_protocols == candidate.protocols:
-                # KIP-345: a static member coming back unchanged does not cause a rebalance.
+            if group.protocol_name == group.select_protocol():
+                # KIP-345: a static member coming back does not cause a rebalance as long as the group
+                # would select the same protocol; Kafka compares nothing else (its subscription bytes
+                # may differ - another client version, no owned partitions after a restart).
                 leader = group.is_leader(member.member_id)
                 outcome = self._current_join_outcome(group, member.member_id, leader)
                 return attrs.evolve(outcome, skip_assignment=leader)

@@ -435,15 +435,20 @@ class NetworkClient:
             return ready[0]
         return node if node is not None and node not in avoid else (others or [None])[0]
 
-    def send(self, node: Any, request: Any, *, direct: bool = True) -> Future:
+    def send(self, node: Any, request: Any, *, direct: bool = True, timeout_s: float | None = None) -> Future:
         """Send ``request`` to ``node``; the returned kafka Future resolves in :meth:`poll`.
 
         ``direct=False`` keeps the request on kafka-python's connection (the ApiVersions that
-        reads the broker's features, which must see what kafka-python negotiated)."""
+        reads the broker's features, which must see what kafka-python negotiated). ``timeout_s``
+        is the request's own bound on its answer, for a request the broker holds on purpose (a
+        group's JoinGroup); None: ``request_timeout_ms``."""
         if self._direct_io and direct:
-            return self._direct.send(node, request)
+            return self._direct.send(node, request, timeout_s)
         try:
-            future = self._client.send(node, request)
+            if timeout_s is None:
+                future = self._client.send(node, request)
+            else:
+                future = self._manager.send(request, node_id=node, request_timeout_ms=timeout_s * 1000)
         except Exception as exc:  # connection setup errors surface as a failed future
             return Future().failure(exc)
         self._write_now(node)

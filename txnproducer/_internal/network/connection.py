@@ -19,8 +19,10 @@ What this class adds, with the Java client's ``NetworkClient`` semantics:
   the versions this broker speaks (brokers of two versions during a rolling upgrade);
 - requests queued while connecting, written in order, at most what the socket takes;
 - every in-flight request's future failed when the connection drops, and the connection closed
-  when the oldest request outlives ``request_timeout_ms`` (KafkaConnectionError /
-  RequestTimedOutError, which callers treat as retriable);
+  when a request outlives ``request_timeout_ms`` (KafkaConnectionError / RequestTimedOutError,
+  which callers treat as retriable) - or its own timeout, for a request the broker holds on
+  purpose (a consumer group's JoinGroup waits up to its rebalance timeout, as the Java client's
+  ``joinGroupTimeoutMs``);
 - broker throttling (KIP-219): after an answer with ``throttle_time_ms`` nothing more is written
   until that time has passed.
 
@@ -65,6 +67,7 @@ class _Expected(NamedTuple):
     response_class: Any
     correlation_id: int
     flexible: bool | None  # response header with tagged fields; None: the class reads it
+    timeout_s: float | None = None  # the request's own timeout; None: request_timeout_ms
 
 
 class DirectConnection:
@@ -92,6 +95,7 @@ class DirectConnection:
         self._correlation_id = 0
         # (future, deadline, what the answer must be) per request expecting one, in wire order
         self._in_flight: collections.deque[tuple[Future, float, _Expected]] = collections.deque()
+        self._own_timeouts = 0  # requests in flight with a timeout of their own (rare)
         self._rbuf = bytearray()  # the start of a frame not yet complete
         self._out: collections.deque[memoryview] = collections.deque()  # bytes not yet written
         # requests sent before the connection is ready: written once ApiVersions was answered
@@ -126,15 +130,27 @@ class DirectConnection:
             return self.connect_deadline
         if self.state == _CLOSED:
             return None
-        deadline = self._in_flight[0][1] if self._in_flight else None
+        deadline = self._first_deadline()
         if self.throttled_until:
             deadline = self.throttled_until if deadline is None else min(deadline, self.throttled_until)
         return deadline
 
+    def _first_deadline(self) -> float | None:
+        """The earliest deadline of a request in flight: the oldest one's, unless some request
+        has a timeout of its own."""
+        if not self._in_flight:
+            return None
+        if not self._own_timeouts:
+            return self._in_flight[0][1]
+        return min(deadline for _future, deadline, _expected in self._in_flight)
+
     # -- sending --------------------------------------------------------------------------------
 
-    def send(self, request: Any) -> Future:
-        """Frame ``request`` and write what the socket takes now; the rest when it is writable."""
+    def send(self, request: Any, timeout_s: float | None = None) -> Future:
+        """Frame ``request`` and write what the socket takes now; the rest when it is writable.
+
+        ``timeout_s``: how long this request may wait for its answer, when not
+        ``request_timeout_ms`` (a request the broker holds on purpose)."""
         future = Future()
         if self.state == _CLOSED:
             return future.failure(self.error or kerrors.KafkaConnectionError(
@@ -143,8 +159,11 @@ class DirectConnection:
         # raises before anything is queued when the request cannot be encoded
         data, response_class, flexible = self._framer.frame(request, correlation_id)
         if request.expect_response():
-            self._in_flight.append((future, time.monotonic() + self._request_timeout_s,
-                                    _Expected(response_class, correlation_id, flexible)))
+            timeout = self._request_timeout_s if timeout_s is None else timeout_s
+            if timeout_s is not None:
+                self._own_timeouts += 1
+            self._in_flight.append((future, time.monotonic() + timeout,
+                                    _Expected(response_class, correlation_id, flexible, timeout_s)))
         else:
             future.success(None)
         if self.state == _READY:
@@ -205,10 +224,15 @@ class DirectConnection:
             return
         if self.state not in (_READY, _HANDSHAKE):
             return
-        if self._in_flight and self._in_flight[0][1] <= now:
+        first = self._first_deadline()
+        if first is not None and first <= now:
+            late = next(e for _f, d, e in self._in_flight if d <= now)
+            api = str(getattr(late.response_class, "name", "request")).removesuffix("Response")
+            bound = "request_timeout_ms" if late.timeout_s is None else f"its own {api} timeout"
+            timeout_ms = int((self._request_timeout_s if late.timeout_s is None else late.timeout_s) * 1000)
             self.close(kerrors.RequestTimedOutError(
-                f"no answer from broker {self.node_id} within request_timeout_ms "
-                f"({int(self._request_timeout_s * 1000)} ms); connection closed"))
+                f"no answer from broker {self.node_id} within {bound} ({timeout_ms} ms); "
+                "connection closed"))
             return
         if self.throttled_until and now >= self.throttled_until:
             self.throttled_until = 0.0
@@ -277,6 +301,8 @@ class DirectConnection:
                     f"broker {self.node_id} answered a request that was not sent"))
                 return
             future, _deadline, expected = self._in_flight.popleft()
+            if expected.timeout_s is not None:
+                self._own_timeouts -= 1
             response_class = expected.response_class
             try:
                 if expected.flexible is None:
@@ -398,7 +424,8 @@ class DirectConnection:
         now = time.monotonic()
         # requests queued while connecting: their timeout starts now, as the Java client's does
         self._in_flight = collections.deque(
-            (f, now + self._request_timeout_s, h) for f, _, h in self._in_flight)
+            (f, now + (self._request_timeout_s if h.timeout_s is None else h.timeout_s), h)
+            for f, _, h in self._in_flight)
         self._out.extend(self._queued)
         self._queued.clear()
         if self._on_ready is not None and api_versions is not None:
@@ -435,6 +462,7 @@ class DirectConnection:
         self._out.clear()
         self._queued.clear()
         pending, self._in_flight = self._in_flight, collections.deque()
+        self._own_timeouts = 0
         if error is not None:
             self._log.info("txn.connection_lost", node=self.node_id, error=str(error),
                            in_flight=len(pending))

@@ -96,16 +96,17 @@ class DirectConnections:
         _failures, not_before = self._reconnect.get(node, (0, 0.0))
         return max(0.0, not_before - time.monotonic())
 
-    def send(self, node: Any, request: Any) -> Future:
+    def send(self, node: Any, request: Any, timeout_s: float | None = None) -> Future:
         """Send ``request`` to ``node`` over our connection (started if need be); a failed future
-        when the node cannot be reached now or the request cannot be encoded."""
+        when the node cannot be reached now or the request cannot be encoded. ``timeout_s``: the
+        request's own timeout (None: ``request_timeout_ms``)."""
         conn = self.connection(node)
         if conn is None:
             return Future().failure(kerrors.KafkaConnectionError(
                 f"broker {node} cannot be reached now (unknown to the metadata, or waiting "
                 f"{int(self.connection_delay(node) * 1000)} ms before reconnecting)"))
         try:
-            return conn.send(request)
+            return conn.send(request, timeout_s)
         except Exception as exc:  # the request could not be encoded: nothing was queued
             return Future().failure(exc)
 
