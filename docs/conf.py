@@ -170,7 +170,7 @@ def _import(dotted: str) -> Any:
         try:
             for name in parts[cut:]:
                 obj = getattr(obj, name)
-        except AttributeError:
+        except (AttributeError, ImportError):  # txnproducer.spark's classes need PySpark
             return None
         return obj
     return None
