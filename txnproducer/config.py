@@ -112,7 +112,8 @@ class ProducerConfig:
     ``partitioner``                            ``None``            ``(topic, key, all, available) -> int``;
                                                                    ``None``: murmur2 of key / sticky
     ``security_protocol``                      ``PLAINTEXT``       PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-    ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-*, GSSAPI, OAUTHBEARER
+    ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+                                                                   GSSAPI, OAUTHBEARER
     ``sasl_plain_username``                    ``None``            user for PLAIN / SCRAM
     ``sasl_plain_password``                    ``None``            password for PLAIN / SCRAM (secret)
     ``sasl_oauth_token_provider``              ``None``            OAUTHBEARER tokens (``txnproducer.oauth``)
