@@ -491,6 +491,32 @@ class ProducerConfig:
             raise ConfigError("transactional_id (transactional.id) is required, got no value")
         return cls(**values)
 
+    @classmethod
+    def from_arguments(cls, config: ProducerConfig | Mapping[str, Any] | None,
+                       settings: Mapping[str, Any]) -> ProducerConfig:
+        """The settings a producer's constructor was given: a ProducerConfig, a mapping (either
+        spelling, as confluent-kafka's ``Producer({...})`` takes it) or nothing, plus keyword
+        settings, which override a ProducerConfig's and may not repeat a mapping's keys.
+
+        ``TransactionalProducer({"bootstrap.servers": "...", "transactional.id": "tx-1"})`` works as
+        ``TransactionalProducer(bootstrap_servers="...", transactional_id="tx-1")`` does. Raises
+        ConfigError (unknown keys, librdkafka spellings with the setting to use instead, a key given
+        twice, anything else passed as ``config``).
+        """
+        if config is None:
+            return cls.from_mapping(settings)
+        if isinstance(config, ProducerConfig):
+            return config.with_overrides(**settings) if settings else config
+        if isinstance(config, Mapping):
+            twice = sorted(set(config) & set(settings))
+            if twice:
+                raise ConfigError(f"configuration key {twice[0]!r} given twice (in the mapping and as a "
+                                  "keyword argument)")
+            return cls.from_mapping({**config, **settings})
+        raise ConfigError("config must be a ProducerConfig or a mapping of settings (such as "
+                          "{'bootstrap.servers': ..., 'transactional.id': ...}), got "
+                          f"{type(config).__name__}")
+
     def with_overrides(self, **overrides: Any) -> ProducerConfig:
         """A copy with some settings changed (either spelling), validated like a new config.
 

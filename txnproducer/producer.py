@@ -84,11 +84,8 @@ class TransactionalProducer:
     Connecting happens in the background; :meth:`init_transactions` waits for it.
     """
 
-    def __init__(self, config: ProducerConfig | None = None, **settings: Any) -> None:
-        if config is None:
-            config = ProducerConfig.from_mapping(settings)
-        elif settings:
-            config = config.with_overrides(**settings)
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
+        config = ProducerConfig.from_arguments(config, settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
         # send()'s bound on waiting for buffer memory (0: never wait, for txnproducer.aio)

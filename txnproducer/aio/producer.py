@@ -59,11 +59,8 @@ class AsyncTransactionalProducer:
     Raises ConfigError on construction for invalid settings.
     """
 
-    def __init__(self, config: ProducerConfig | None = None, **settings: Any) -> None:
-        if config is None:
-            config = ProducerConfig.from_mapping(settings)
-        elif settings:
-            config = config.with_overrides(**settings)
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
+        config = ProducerConfig.from_arguments(config, settings)
         self._config = config
         # Serializers run here, once per record, so that a send() that waited and is tried again
         # hands the core bytes: a user's serializer is never called twice for one record.
