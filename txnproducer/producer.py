@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -48,6 +49,7 @@ from txnproducer._internal.partitioner import (
 from txnproducer._internal.protocol.record_batch import NO_HEADERS_ENCODED
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.offsets import offsets_from, resolve_group_metadata
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
@@ -137,6 +139,7 @@ class TransactionalProducer:
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self._closed = False
+        self._warned_bare_group_id = False
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: SendPath | None = None
@@ -286,43 +289,55 @@ class TransactionalProducer:
 
     def send_offsets_to_transaction(
         self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-        group_metadata: ConsumerGroupMetadata | str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | Iterable[Any],
+        group_metadata: Any,
         timeout: float | None = None,
     ) -> None:
         """Commit consumed ``offsets`` for ``group_metadata``'s group as part of this transaction.
 
-        ``group_metadata`` is ``KafkaConsumer.group_metadata()`` (enables KIP-447 fencing of
-        zombie consumers) or a bare group id. Offsets are the *next* offsets to consume.
+        ``offsets``: the *next* offsets to consume, as ``{TopicPartition: offset or
+        OffsetAndMetadata}`` or a list of confluent-kafka ``TopicPartition`` with offsets set
+        (``consumer.position(consumer.assignment())``; their logical offsets such as
+        ``OFFSET_INVALID`` are skipped, as confluent-kafka does). ``group_metadata``: the consumer's
+        group membership, so that the group coordinator fences a zombie consumer (KIP-447) - the
+        consumer itself (kafka-python's ``KafkaConsumer``, confluent-kafka's ``Consumer``), its
+        ``group_metadata()`` (any object with ``group_id``, ``generation_id``, ``member_id`` and
+        ``group_instance_id``), or confluent-kafka's ``consumer.consumer_group_metadata()``. A bare
+        group id string still works but cannot fence zombies: deprecated, as in the Java client
+        (a warning, once per producer). ``timeout``: seconds, default ``max_block_ms``.
+
         Raises CommitFailedError (group rebalanced: abort and reprocess), other AbortableError,
-        FatalError, IllegalStateError, TimeoutError, ClosedError.
+        FatalError, IllegalStateError, TimeoutError, ConfigError (a shape not listed above),
+        ClosedError.
         """
         self._check_open("send_offsets_to_transaction")
         converted, gm = self._offsets_args(offsets, group_metadata)
         self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
 
-    @staticmethod
-    def _offsets_args(offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-                      group_metadata: ConsumerGroupMetadata | str
+    def _offsets_args(self, offsets: Any, group_metadata: Any
                       ) -> tuple[dict[TopicPartition, OffsetAndMetadata], ConsumerGroupMetadata]:
         """send_offsets_to_transaction()'s arguments checked (ConfigError) and converted."""
-        if isinstance(group_metadata, str):
-            group_metadata = ConsumerGroupMetadata(group_id=group_metadata)
-        elif not isinstance(group_metadata, ConsumerGroupMetadata) or not group_metadata.group_id:
-            raise errors.ConfigError(
-                "group_metadata must be a group id string or KafkaConsumer.group_metadata() with a "
-                f"group_id, got {group_metadata!r}")
-        converted: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, offset in offsets.items():
-            if not isinstance(tp, tuple) or len(tp) != 2:
-                raise errors.ConfigError(f"offsets keys must be TopicPartition, got {tp!r}")
-            if isinstance(offset, int) and not isinstance(offset, bool):
-                offset = OffsetAndMetadata(offset, "", -1)
-            if not isinstance(offset, OffsetAndMetadata) or offset.offset < 0:
-                raise errors.ConfigError(
-                    f"offsets values must be OffsetAndMetadata or int >= 0, got {offset!r} for {tp!r}")
-            converted[TopicPartition(tp[0], tp[1])] = offset
-        return converted, group_metadata
+        resolved = resolve_group_metadata(group_metadata)
+        if isinstance(resolved, str):
+            self._warn_bare_group_id(resolved)
+            resolved = ConsumerGroupMetadata(group_id=resolved)
+        return offsets_from(offsets), resolved
+
+    #: how many frames up from _warn_bare_group_id() the application's call is (a warning points there)
+    _caller_stacklevel = 4
+
+    def _warn_bare_group_id(self, group_id: str) -> None:
+        """Once per producer: offsets committed with only a group id are not fenced (KIP-447), and the
+        Java client deprecated that overload for this reason."""
+        if self._warned_bare_group_id:
+            return
+        self._warned_bare_group_id = True
+        message = (f"send_offsets_to_transaction() was given only the group id {group_id!r}: a zombie "
+                   "consumer of that group (one the group has rebalanced away from) is not fenced, so its "
+                   "offsets can overwrite its successor's. Pass the consumer (or its group_metadata()) "
+                   "instead; the bare group id is deprecated, as in the Java client")
+        warnings.warn(message, DeprecationWarning, stacklevel=self._caller_stacklevel)
+        self._log.warning("txn.offsets_without_group_metadata", group_id=group_id)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every record of the transaction, then commit it atomically.

@@ -17,10 +17,8 @@ facade is written against.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
@@ -47,6 +45,8 @@ class BufferFull(Exception):  # a signal to the facade, never seen by users
 
 class LoopCore(TransactionalProducer):
     """A TransactionalProducer whose calls never wait (see the module docstring)."""
+
+    _caller_stacklevel = 5  # the async facade's call is one frame more
 
     def __init__(self, config: ProducerConfig) -> None:
         super().__init__(config)
@@ -127,8 +127,7 @@ class LoopCore(TransactionalProducer):
     def start_abort(self) -> TransactionalRequestResult:
         return self._start_op("abort", self._tm.begin_abort)
 
-    def start_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-                      group_metadata: ConsumerGroupMetadata | str) -> TransactionalRequestResult:
+    def start_offsets(self, offsets: Any, group_metadata: Any) -> TransactionalRequestResult:
         converted, gm = self._offsets_args(offsets, group_metadata)
         return self._start_op("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm))
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafka.structs import OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
@@ -190,22 +190,26 @@ class AsyncTransactionalProducer:
 
     async def send_offsets_to_transaction(
         self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | Iterable[Any],
         group_metadata: Any,
         timeout: float | None = None,
     ) -> None:
         """Commit consumed ``offsets`` (the *next* offsets to read) for a consumer group as part of
         this transaction.
 
-        ``group_metadata``: an aiokafka ``AIOKafkaConsumer`` (its KIP-447 group metadata is read
-        with :func:`~txnproducer.aio.aiokafka_group_metadata`, so a zombie consumer is fenced),
-        ``ConsumerGroupMetadata`` (kafka-python's ``consumer.group_metadata()``), or a bare group
-        id (no fencing). Raises CommitFailedError (the group rebalanced: abort and reprocess),
-        other AbortableError, FatalError, IllegalStateError, TimeoutError, ConfigError, ClosedError.
+        ``offsets`` and ``group_metadata`` take what the sync call takes (see
+        :meth:`TransactionalProducer.send_offsets_to_transaction
+        <txnproducer.TransactionalProducer.send_offsets_to_transaction>`), and an aiokafka
+        ``AIOKafkaConsumer`` as ``group_metadata`` (its KIP-447 group metadata is read with
+        :func:`~txnproducer.aio.aiokafka_group_metadata`, so a zombie consumer is fenced). A bare
+        group id cannot fence (deprecated: a warning, once per producer). ``timeout``: seconds,
+        default ``max_block_ms``. Raises CommitFailedError (the group rebalanced: abort and
+        reprocess), other AbortableError, FatalError, IllegalStateError (also from a task that does
+        not hold the transaction), TimeoutError, ConfigError, ClosedError.
         """
         core = self._core
         core.check_open("send_offsets_to_transaction")
-        gm: ConsumerGroupMetadata | str = as_group_metadata(group_metadata)
+        gm = as_group_metadata(group_metadata)
         bound, name = core.bound(timeout)
         result = core.start_offsets(offsets, gm)
         await self._finish("offsets", result, bound, name)
