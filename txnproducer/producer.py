@@ -66,6 +66,8 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records h
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
+# a call's timeout (seconds) from this size on, and longer than all of a producer's own bounds, is logged
+_IMPLAUSIBLE_TIMEOUT_S = 1000.0
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -140,6 +142,7 @@ class TransactionalProducer:
         self._pending: dict[str, Any] = {}
         self._closed = False
         self._warned_bare_group_id = False
+        self._warned_timeout = False
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: SendPath | None = None
@@ -210,12 +213,33 @@ class TransactionalProducer:
             raise errors.ClosedError(f"{call}(): the producer's network thread stopped: "
                                      f"{self._sender.crashed!r}")
 
-    def _bound(self, timeout: float | None) -> tuple[float, str]:
+    def _bound(self, timeout: float | None, *, plausible: bool = True) -> tuple[float, str]:
+        """(seconds, name of the bound) for a call's ``timeout`` argument (seconds; None:
+        ``max_block_ms``). ConfigError for a negative one; with ``plausible``, one that is almost
+        certainly milliseconds is logged (close() does not ask: closing is not the place)."""
         if timeout is None:
             return self._max_block_s, "max_block_ms"
         if timeout < 0:
             raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        if plausible and timeout >= _IMPLAUSIBLE_TIMEOUT_S:
+            self._warn_implausible(timeout)
         return float(timeout), "timeout"
+
+    def _warn_implausible(self, timeout: float) -> None:
+        """A WARNING (once per producer) for a ``timeout`` that is almost certainly milliseconds:
+        1000 s or more and longer than every bound of this producer (``max_block_ms``,
+        ``delivery_timeout_ms``, ``transaction_timeout_ms``); ``commit_transaction(timeout=5000)``
+        waits up to 83 minutes. A warning, not an error: a bound computed from a large setting
+        (``operation_timeout_ms / 1000``) is legitimate. Waiting longer needs no large timeout: a
+        call that timed out goes on, and calling it again waits for the same outcome."""
+        config = self._config
+        longest_s = max(config.max_block_ms, config.delivery_timeout_ms, config.transaction_timeout_ms) / 1000
+        if timeout <= longest_s or self._warned_timeout:
+            return
+        self._warned_timeout = True
+        self._log.warning("txn.implausible_timeout", timeout_s=timeout, minutes=round(timeout / 60),
+                          longest_bound_s=longest_s, meant_s=timeout / 1000,
+                          hint="call timeouts are seconds; settings (*_ms) are milliseconds")
 
     def _await(self, op: str, start: Callable[[], Any], timeout: float | None,
                bound_name: str | None = None) -> None:
@@ -572,8 +596,8 @@ class TransactionalProducer:
         ``delivery_timeout_ms``). Raises TimeoutError, ClosedError.
         """
         self._check_open("flush")
-        if timeout is not None and timeout < 0:  # before the flush starts: nothing to undo
-            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        if timeout is not None:  # checked before the flush starts: nothing to undo
+            self._bound(timeout)
         self._acc.begin_flush()
         self._net.wakeup()
         self._acc.await_flush_completion(timeout)
@@ -602,14 +626,15 @@ class TransactionalProducer:
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
         fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
         """
-        bound, _ = self._bound(timeout)
+        bound, _ = self._bound(timeout, plausible=False)
         if not self._begin_close(bound):
             return
         if threading.current_thread() is self._sender:
             return  # called from a callback: the Sender finishes closing after it returns
         self._sender.join(bound)
         if self._sender.is_alive():
-            self._log.warning("txn.close_forced", timeout_s=bound)
+            # close(0) asked for it: not worth a warning
+            (self._log.debug if bound == 0 else self._log.warning)("txn.close_forced", timeout_s=bound)
             self._sender.initiate_close(force=True)
             self._sender.join(max(5.0, self._config.request_timeout_ms / 1000))
 

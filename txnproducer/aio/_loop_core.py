@@ -143,9 +143,10 @@ class LoopCore(TransactionalProducer):
     def check_open(self, call: str) -> None:
         self._check_open(call)
 
-    def bound(self, timeout: float | None) -> tuple[float, str]:
-        """(seconds, name of the bound) for a call's ``timeout`` argument (ConfigError if < 0)."""
-        return self._bound(timeout)
+    def bound(self, timeout: float | None, *, plausible: bool = True) -> tuple[float, str]:
+        """(seconds, name of the bound) for a call's ``timeout`` argument (ConfigError if < 0, or
+        ``plausible`` and almost certainly milliseconds)."""
+        return self._bound(timeout, plausible=plausible)
 
     def serialize(self, serializer: Any, data: Any, what: str, topic: str) -> Any:
         return self._serialize(serializer, data, what, topic)

@@ -305,8 +305,8 @@ class AsyncTransactionalProducer:
         """
         core = self._core
         core.check_open("flush")
-        if timeout is not None and timeout < 0:
-            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        if timeout is not None:
+            core.bound(timeout)  # ConfigError: negative, or almost certainly milliseconds
         bound_s = core.record_wait_s if timeout is None else timeout
         bound = "delivery_timeout_ms" if timeout is None else f"timeout={timeout}s"
         batches = core.begin_flush()
@@ -340,7 +340,7 @@ class AsyncTransactionalProducer:
         closing goes on; await ``close()`` again to wait for it.
         """
         core = self._core
-        bound, _ = core.bound(timeout)
+        bound, _ = core.bound(timeout, plausible=False)
         core.begin_close(bound)
 
         def stopped() -> bool | None:
@@ -351,7 +351,8 @@ class AsyncTransactionalProducer:
                              lambda: errors.TimeoutError("close"))
             return
         except errors.TimeoutError:
-            self._log.warning("txn.close_forced", timeout_s=bound)
+            # close(0) asked for it: not worth a warning
+            (self._log.debug if bound == 0 else self._log.warning)("txn.close_forced", timeout_s=bound)
             core.force_close()
         forced_bound = max(5.0, self._config.request_timeout_ms / 1000)
         try:
