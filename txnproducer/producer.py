@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from txnproducer import errors
 from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
+from txnproducer._internal.call_warnings import CallWarnings
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
@@ -66,8 +66,6 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()  # shared: most records h
 # send() compares the state twice per record: a module constant is one global lookup, where
 # ``State.IN_TRANSACTION`` goes through the enum class's descriptor (about 55 ns each, 3.11)
 _IN_TRANSACTION = State.IN_TRANSACTION
-# a call's timeout (seconds) from this size on, and longer than all of a producer's own bounds, is logged
-_IMPLAUSIBLE_TIMEOUT_S = 1000.0
 
 
 def _default_serialize(data: Any) -> bytes | None:
@@ -141,8 +139,8 @@ class TransactionalProducer:
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self._closed = False
-        self._warned_bare_group_id = False
-        self._warned_timeout = False
+        self._call_warnings = CallWarnings(self._log, max(
+            config.max_block_ms, config.delivery_timeout_ms, config.transaction_timeout_ms))
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: SendPath | None = None
@@ -221,25 +219,9 @@ class TransactionalProducer:
             return self._max_block_s, "max_block_ms"
         if timeout < 0:
             raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
-        if plausible and timeout >= _IMPLAUSIBLE_TIMEOUT_S:
-            self._warn_implausible(timeout)
+        if plausible:
+            self._call_warnings.timeout(timeout)
         return float(timeout), "timeout"
-
-    def _warn_implausible(self, timeout: float) -> None:
-        """A WARNING (once per producer) for a ``timeout`` that is almost certainly milliseconds:
-        1000 s or more and longer than every bound of this producer (``max_block_ms``,
-        ``delivery_timeout_ms``, ``transaction_timeout_ms``); ``commit_transaction(timeout=5000)``
-        waits up to 83 minutes. A warning, not an error: a bound computed from a large setting
-        (``operation_timeout_ms / 1000``) is legitimate. Waiting longer needs no large timeout: a
-        call that timed out goes on, and calling it again waits for the same outcome."""
-        config = self._config
-        longest_s = max(config.max_block_ms, config.delivery_timeout_ms, config.transaction_timeout_ms) / 1000
-        if timeout <= longest_s or self._warned_timeout:
-            return
-        self._warned_timeout = True
-        self._log.warning("txn.implausible_timeout", timeout_s=timeout, minutes=round(timeout / 60),
-                          longest_bound_s=longest_s, meant_s=timeout / 1000,
-                          hint="call timeouts are seconds; settings (*_ms) are milliseconds")
 
     def _await(self, op: str, start: Callable[[], Any], timeout: float | None,
                bound_name: str | None = None) -> None:
@@ -343,25 +325,12 @@ class TransactionalProducer:
         """send_offsets_to_transaction()'s arguments checked (ConfigError) and converted."""
         resolved = resolve_group_metadata(group_metadata)
         if isinstance(resolved, str):
-            self._warn_bare_group_id(resolved)
+            self._call_warnings.bare_group_id(resolved, self._caller_stacklevel)
             resolved = ConsumerGroupMetadata(group_id=resolved)
         return offsets_from(offsets), resolved
 
-    #: how many frames up from _warn_bare_group_id() the application's call is (a warning points there)
-    _caller_stacklevel = 4
-
-    def _warn_bare_group_id(self, group_id: str) -> None:
-        """Once per producer: offsets committed with only a group id are not fenced (KIP-447), and the
-        Java client deprecated that overload for this reason."""
-        if self._warned_bare_group_id:
-            return
-        self._warned_bare_group_id = True
-        message = (f"send_offsets_to_transaction() was given only the group id {group_id!r}: a zombie "
-                   "consumer of that group (one the group has rebalanced away from) is not fenced, so its "
-                   "offsets can overwrite its successor's. Pass the consumer (or its group_metadata()) "
-                   "instead; the bare group id is deprecated, as in the Java client")
-        warnings.warn(message, DeprecationWarning, stacklevel=self._caller_stacklevel)
-        self._log.warning("txn.offsets_without_group_metadata", group_id=group_id)
+    #: how many frames up from _offsets_args() the application's call is (a warning points there)
+    _caller_stacklevel = 3
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every record of the transaction, then commit it atomically.

@@ -80,7 +80,7 @@ def _confluent_consumer(cluster: MockCluster, group: str, **extra: Any) -> Any:
     return confluent_kafka.Consumer({
         "bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False,
         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-        "session.timeout.ms": 6000, "heartbeat.interval.ms": 100, "topic.metadata.refresh.interval.ms": 1000,
+        "session.timeout.ms": 10000, "heartbeat.interval.ms": 100, "topic.metadata.refresh.interval.ms": 1000,
         **extra})
 
 
@@ -160,7 +160,7 @@ def test_the_sync_call_takes_a_kafka_python_consumer(mock_cluster: MockCluster, 
     mock_cluster.create_topic("kp-in", partitions=1)
     consumer = KafkaConsumer(
         bootstrap_servers=mock_cluster.bootstrap_servers, group_id="kp-g", enable_auto_commit=False,
-        isolation_level="read_committed", auto_offset_reset="earliest", session_timeout_ms=3000,
+        isolation_level="read_committed", auto_offset_reset="earliest", session_timeout_ms=10000,
         heartbeat_interval_ms=100, metadata_max_age_ms=1000, retry_backoff_ms=50)
     try:
         consumer.subscribe(["kp-in"])

@@ -58,38 +58,41 @@ def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
     factory.close_all(5)
 
 
-def _refused_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections: bound, never listening, and held for the test, so
+    that no other test's broker can take it meanwhile."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
-def test_a_refused_bootstrap_server_is_a_warning_at_the_first_attempt_while_the_call_waits() -> None:
-    port = _refused_port()
-    # one reconnect backoff is 10 s here: a warning held back for a second attempt would come too late
-    producer = TransactionalProducer(bootstrap_servers=f"127.0.0.1:{port}", transactional_id="tx-refused",
-                                     reconnect_backoff_ms=10_000, reconnect_backoff_max_ms=10_000)
+def test_a_refused_bootstrap_server_is_a_warning_at_the_first_attempt_while_the_call_waits(
+        refused_port: int) -> None:
     outcome: list[BaseException] = []
-
-    def init() -> None:
-        try:
-            producer.init_transactions(timeout=60)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    waiting = threading.Thread(target=init)
     with Captured("txnproducer", needle="txn.connection_failed") as logs:
+        # one reconnect backoff is 10 s here: a warning held back for a later attempt would come too late
+        producer = TransactionalProducer(bootstrap_servers=f"127.0.0.1:{refused_port}",
+                                         transactional_id="tx-refused", reconnect_backoff_ms=10_000,
+                                         reconnect_backoff_max_ms=10_000)
+
+        def init() -> None:
+            try:
+                producer.init_transactions(timeout=60)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        waiting = threading.Thread(target=init)
         waiting.start()
         try:
             assert logs.seen.wait(8), f"no connection warning within 8 s: {logs.warnings()}"
-            assert waiting.is_alive()  # the call still waits: the warning came first
+            assert waiting.is_alive()  # the call still waits: the warning did not wait for its bound
         finally:
             producer.close(0)
             waiting.join(10)
     warning = next(m for m in logs.warnings() if "txn.connection_failed" in m)
-    assert f"address='127.0.0.1:{port}'" in warning
-    assert "ECONNREFUSED" in warning and "failed_attempts=1" in warning
+    assert f"address='127.0.0.1:{refused_port}'" in warning
+    assert "ECONNREFUSED" in warning and "failed_attempts=1" in warning  # the first attempt's
     assert isinstance(outcome[0], errors.ClosedError)
 
 

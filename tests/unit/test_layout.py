@@ -33,6 +33,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer._internal.metrics", ()),
     ("txnproducer._internal.partitioner", ()),
     ("txnproducer._internal.properties_file", ()),
+    ("txnproducer._internal.call_warnings", ()),
     ("txnproducer._internal.listeners", ("txnproducer._internal.log",)),
     ("txnproducer.errors", ("txnproducer._internal.protocol",)),
     ("txnproducer.prepared", ("txnproducer.errors",)),

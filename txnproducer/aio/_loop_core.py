@@ -46,7 +46,7 @@ class BufferFull(Exception):  # a signal to the facade, never seen by users
 class LoopCore(TransactionalProducer):
     """A TransactionalProducer whose calls never wait (see the module docstring)."""
 
-    _caller_stacklevel = 5  # the async facade's call is one frame more
+    _caller_stacklevel = 4  # the async facade's call is one frame more
 
     def __init__(self, config: ProducerConfig) -> None:
         super().__init__(config)
