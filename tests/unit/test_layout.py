@@ -83,7 +83,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.aio", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
         "txnproducer._internal.listeners", "txnproducer._internal.txn.result",
-        "txnproducer._internal.batching.batch",
+        "txnproducer._internal.txn.state", "txnproducer._internal.batching.batch",
     )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",

@@ -25,6 +25,7 @@ from txnproducer import errors
 from txnproducer._internal.batching.batch import ProducerBatch, RecordFuture
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.txn.result import TransactionalRequestResult
+from txnproducer._internal.txn.state import TRANSACTION_OPEN, State
 from txnproducer.config import ProducerConfig
 from txnproducer.producer import HeadersArg, TransactionalProducer
 
@@ -130,6 +131,16 @@ class LoopCore(TransactionalProducer):
     def start_offsets(self, offsets: Any, group_metadata: Any) -> TransactionalRequestResult:
         converted, gm = self._offsets_args(offsets, group_metadata)
         return self._start_op("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm))
+
+    @property
+    def transaction_open(self) -> bool:
+        """Whether a transaction is open: begun, and not yet committed, aborted or failed fatally."""
+        return self._tm.state in TRANSACTION_OPEN
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the open transaction can take records (IN_TRANSACTION: no commit or abort yet)."""
+        return self._tm.state is State.IN_TRANSACTION
 
     def pending(self, op: str) -> TransactionalRequestResult | None:
         """The result of ``op`` (``"commit"``, ``"abort"``, ...) nobody has seen complete yet."""

@@ -27,8 +27,9 @@ Cancellation (what a cancelled task leaves behind):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -42,6 +43,7 @@ from txnproducer.aio._loop_core import BufferFull, LoopCore, MetadataNeeded
 from txnproducer.aio._waiting import wait_batches, wait_result, wait_until
 from txnproducer.aio.group_metadata import as_group_metadata
 from txnproducer.aio.record_future import AsyncRecordFuture
+from txnproducer.aio.turns import TransactionTurns
 from txnproducer.config import ProducerConfig
 from txnproducer.producer import HeadersArg
 
@@ -71,6 +73,14 @@ class AsyncTransactionalProducer:
         self._next_yield = 0.0
         # commit/abort a transaction() left running when its task was cancelled
         self._orphaned: str | None = None
+        # which task holds the transaction, and who waits for it (turns.py)
+        core = self._core
+        self._turns = TransactionTurns(config.transactional_id, self._max_block_s,
+                                       lambda: core.transaction_open)
+        # send() calls of the open transaction that have not completed: a forgotten `await` leaves
+        # one here, and commit refuses to commit without its record (counted per transaction)
+        self._generation = 0
+        self._unfinished_sends = 0
         self._log = get_logger("txnproducer.aio").bind(transactional_id=config.transactional_id)
 
     # -- properties (the sync producer's) ---------------------------------------------------------
@@ -125,34 +135,60 @@ class AsyncTransactionalProducer:
                        transaction_version=self.transaction_version)
 
     def begin_transaction(self) -> None:
-        """Start a transaction (local: nothing is sent, nothing awaited).
+        """Start a transaction (local: nothing is sent, nothing awaited); the running task holds
+        it until a commit or abort ends it (see README "Concurrency").
 
         Raises IllegalStateError when not READY (also while a commit or abort whose task was
-        cancelled has not been awaited again), FatalError after a fatal error, ClosedError.
+        cancelled has not been awaited again), when another task holds the producer's transaction
+        or waits for it (``async with producer.transaction()`` waits its turn instead), FatalError
+        after a fatal error, ClosedError.
         """
-        self._core.begin_transaction()
+        turn = self._turns.take_now()
+        try:
+            self._core.begin_transaction()
+        except BaseException:
+            if turn.explicit:
+                self._turns.settle()
+            raise
+        self._generation += 1
+        self._unfinished_sends = 0
 
-    async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: HeadersArg = None) -> AsyncRecordFuture:
-        """Queue one record in the open transaction; returns once it is queued, with its
-        :class:`~txnproducer.aio.AsyncRecordFuture` (await that for the delivery).
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: HeadersArg = None
+             ) -> Coroutine[Any, Any, AsyncRecordFuture]:
+        """Queue one record in the open transaction: ``await`` it; it returns once the record is
+        queued, with its :class:`~txnproducer.aio.AsyncRecordFuture` (await that for the delivery).
 
         Awaits buffer memory or metadata of a new topic, together at most ``max_block_ms``
         (TimeoutError; nothing queued). Raises what the sync ``send()`` raises: SerializationError,
-        RecordTooLargeError, InvalidRecordError, IllegalStateError (no transaction open),
-        AbortableError/FatalError (the transaction already failed), ClosedError. Cancelled while
-        it waits: the record is not queued.
+        RecordTooLargeError, InvalidRecordError, IllegalStateError (no transaction open, or one that
+        another task holds), AbortableError/FatalError (the transaction already failed),
+        ClosedError. Cancelled while it waits: the record is not queued.
+
+        Nothing is queued until it is awaited (it is a coroutine). A send that is never awaited -
+        a forgotten ``await`` - is counted: committing the transaction then raises
+        IllegalStateError instead of committing without its record.
         """
-        core = self._core
-        if key is not None and self._key_serializer is not None:
-            key = core.serialize(self._key_serializer, key, "key", topic)
-        if value is not None and self._value_serializer is not None:
-            value = core.serialize(self._value_serializer, value, "value", topic)
+        self._unfinished_sends += 1
+        return self._send(self._generation, topic, value, key, partition, timestamp_ms, headers)
+
+    async def _send(self, generation: int, topic: str, value: Any, key: Any, partition: int | None,
+                    timestamp_ms: int | None, headers: HeadersArg) -> AsyncRecordFuture:
         try:
-            future = core.send(topic, value, key, partition, timestamp_ms, headers)
-        except (MetadataNeeded, BufferFull) as blocked:
-            future = await self._send_when_possible(blocked, topic, value, key, partition, timestamp_ms,
-                                                    headers)
+            self._turns.check_holder("send")
+            core = self._core
+            if key is not None and self._key_serializer is not None:
+                key = core.serialize(self._key_serializer, key, "key", topic)
+            if value is not None and self._value_serializer is not None:
+                value = core.serialize(self._value_serializer, value, "value", topic)
+            try:
+                future = core.send(topic, value, key, partition, timestamp_ms, headers)
+            except (MetadataNeeded, BufferFull) as blocked:
+                future = await self._send_when_possible(blocked, topic, value, key, partition, timestamp_ms,
+                                                        headers)
+        finally:
+            if generation == self._generation:
+                self._unfinished_sends -= 1
         now = time.monotonic()
         if now >= self._next_yield:
             if self._next_yield:  # not the first send: sends have held the loop for a while
@@ -209,33 +245,55 @@ class AsyncTransactionalProducer:
         """
         core = self._core
         core.check_open("send_offsets_to_transaction")
+        self._turns.check_holder("send_offsets_to_transaction")
         gm = as_group_metadata(group_metadata)
         bound, name = core.bound(timeout)
         result = core.start_offsets(offsets, gm)
         await self._finish("offsets", result, bound, name)
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush every record of the transaction, then commit it atomically.
+        """Flush every record of the transaction, then commit it atomically. ``timeout``: seconds,
+        default ``max_block_ms``.
 
         Raises AbortableError subclasses (await :meth:`abort_transaction`), FatalError subclasses
-        (close the producer), IllegalStateError, TimeoutError (await it again to keep waiting for
-        the same commit), ClosedError. Cancelled: the commit goes on; await it again for its outcome.
+        (close the producer), IllegalStateError (also: a task that does not hold the transaction,
+        or a ``send()`` of it not awaited), TimeoutError (await it again to keep waiting for the
+        same commit), ClosedError. Cancelled: the commit goes on; await it again for its outcome.
         """
         core = self._core
         core.check_open("commit_transaction")
+        self._turns.check_holder("commit_transaction")
+        if self._unfinished_sends > 0 and core.in_transaction:
+            raise errors.IllegalStateError(self._unfinished_message("commit_transaction()"))
         bound, name = core.bound(timeout)
-        await self._finish("commit", core.start_commit(), bound, name)
+        try:
+            await self._finish("commit", core.start_commit(), bound, name)
+        finally:
+            self._turns.settle()
+
+    def _unfinished_message(self, call: str) -> str:
+        return (f"{call}: {self._unfinished_sends} send() call(s) of this transaction have not completed - "
+                "never awaited (a forgotten `await`?) or still waiting in another task - so their records "
+                "are not queued and a commit would leave them out. Await every send() before committing; "
+                "abort_transaction() drops the transaction")
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the open transaction: nothing sent in it becomes visible to read_committed readers.
+        ``timeout``: seconds, default ``max_block_ms``.
 
-        Raises FatalError subclasses, IllegalStateError, TimeoutError (await it again to keep
-        waiting), ClosedError. Cancelled: the abort goes on; await it again for its outcome.
+        Raises FatalError subclasses, IllegalStateError (also from a task that does not hold the
+        transaction; any task may abort a transaction whose task ended without ending it),
+        TimeoutError (await it again to keep waiting), ClosedError. Cancelled: the abort goes on;
+        await it again for its outcome.
         """
         core = self._core
         core.check_open("abort_transaction")
+        self._turns.check_holder("abort_transaction")
         bound, name = core.bound(timeout)
-        await self._finish("abort", core.start_abort(), bound, name)
+        try:
+            await self._finish("abort", core.start_abort(), bound, name)
+        finally:
+            self._turns.settle()
 
     async def _finish(self, op: str, result: TransactionalRequestResult, bound: float, name: str) -> None:
         """Await ``op``'s result; a call that timed out or was cancelled stays pending (KIP-691)."""
@@ -250,25 +308,59 @@ class AsyncTransactionalProducer:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransactionalProducer]:
-        """``async with producer.transaction():`` begins; commits on success; on an exception -
-        cancellation included - or a commit that failed with an abortable error, aborts and
-        re-raises. First waits for a commit or abort an earlier ``transaction()`` left running
-        when its task was cancelled."""
-        await self._settle_orphan()
-        self.begin_transaction()
+        """``async with producer.transaction():`` waits its turn, begins, commits on success; on an
+        exception - cancellation included - or a commit that failed with an abortable error, aborts
+        and re-raises.
+
+        A producer runs one transaction at a time: while another task holds it, this waits (FIFO,
+        at most ``max_block_ms``, then TimeoutError; cancellable). It then first settles what an
+        earlier holder left: a commit or abort left running when its task was cancelled (awaited,
+        and aborted if it failed with an abortable error), a transaction whose task ended without
+        ending it (aborted, with a WARNING). Inside the block this task, and the tasks it starts
+        there, hold the transaction; a send from another task raises IllegalStateError. A
+        ``send()`` not awaited by the end of the block aborts the transaction (IllegalStateError).
+        """
+        turn = await self._turns.take("transaction()")
         try:
-            yield self
-        except BaseException:
-            await self._abort_quietly()
-            raise
-        try:
-            await self.commit_transaction()
-        except errors.AbortableError:
-            await self._abort_quietly()
-            raise
-        except asyncio.CancelledError:
-            self._orphaned = "commit"
-            raise
+            await self._settle_orphan()
+            await self._settle_abandoned()
+            self.begin_transaction()
+            try:
+                yield self
+            except BaseException:
+                await self._abort_quietly()
+                raise
+            if self._unfinished_sends > 0:
+                message = self._unfinished_message("transaction()")
+                await self._abort_quietly()
+                raise errors.IllegalStateError(f"{message}; the transaction was aborted")
+            try:
+                await self.commit_transaction()
+            except errors.AbortableError:
+                await self._abort_quietly()
+                raise
+            except asyncio.CancelledError:
+                self._orphaned = "commit"
+                raise
+        finally:
+            self._turns.release(turn)
+
+    async def _settle_abandoned(self) -> None:
+        """Abort a transaction whose task ended holding it (after its pending commit or abort, if
+        one was under way), so that the transaction about to begin is not refused."""
+        who = self._turns.abandoned_by
+        core = self._core
+        if who is None or not core.transaction_open:
+            return
+        for op in ("commit", "abort"):
+            result = core.pending(op)
+            if result is not None:
+                with contextlib.suppress(errors.AbortableError):
+                    await self._finish(op, result, self._max_block_s, "max_block_ms")
+        if core.transaction_open:
+            self._log.warning("txn.abandoned_transaction_aborted", task=who)
+            await self.abort_transaction()
+        self._turns.abandoned_by = None
 
     async def _abort_quietly(self) -> None:
         try:

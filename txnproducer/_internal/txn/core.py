@@ -27,12 +27,13 @@ from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH, Pr
 from txnproducer._internal.txn.request_queue import TxnRequestQueue
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.sequences import SequenceBook
-from txnproducer._internal.txn.state import State, invalid_transition_message, is_transition_valid
+from txnproducer._internal.txn.state import (
+    TRANSACTION_OPEN,
+    State,
+    invalid_transition_message,
+    is_transition_valid,
+)
 from txnproducer._internal.txn.versions import TV2_REQUIRED_VERSIONS, choose_version
-
-# the states in which a transaction is open (begun, not yet ended)
-_OPEN_STATES = frozenset({State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION,
-                          State.ABORTABLE_ERROR})
 
 __all__ = ["TxnCore"]
 
@@ -214,7 +215,7 @@ class TxnCore:
         coordinator aborted it and bumped the epoch: the message then says so, so that the first
         error a user sees after a timeout names the timeout, not only "another producer"."""
         overran_ms = None
-        if self.txn_begun_at is not None and self.state in _OPEN_STATES:
+        if self.txn_begun_at is not None and self.state in TRANSACTION_OPEN:
             open_ms = int((self._clock() - self.txn_begun_at) * 1000)
             if open_ms > self.transaction_timeout_ms:
                 overran_ms = open_ms

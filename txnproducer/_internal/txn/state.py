@@ -33,6 +33,11 @@ class State(enum.Enum):
 
 _S = State
 
+#: The states in which a transaction is open: begun, and not yet committed, aborted or ended by a
+#: fatal error.
+TRANSACTION_OPEN = frozenset({_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION,
+                              _S.ABORTABLE_ERROR, _S.PREPARED_TRANSACTION})
+
 # target state -> the states it may be entered from. FATAL_ERROR is reachable from everywhere
 # (it is the exit); nothing leaves FATAL_ERROR and nothing returns to UNINITIALIZED.
 LEGAL_SOURCES: dict[State, frozenset[State]] = {
