@@ -52,6 +52,7 @@ from .errors import (
     UnknownProducerIdError,
     UnsupportedVersionError,
 )
+from .pool import TransactionalProducerPool
 from .prepared import PreparedTxnState
 from .producer import RecordMetadata, TransactionalProducer
 
@@ -105,6 +106,7 @@ __all__ = [
     "TransactionalConsumer",
     "TransactionalIdAuthorizationError",
     "TransactionalProducer",
+    "TransactionalProducerPool",
     "TxnProducerError",
     "UnknownProducerIdError",
     "UnsupportedVersionError",

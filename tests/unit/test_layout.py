@@ -81,7 +81,8 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
     )),
     ("txnproducer.aio", (
-        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer.pool",
+        "txnproducer._internal.log",
         "txnproducer._internal.listeners", "txnproducer._internal.txn.result",
         "txnproducer._internal.txn.state", "txnproducer._internal.batching.batch",
     )),

@@ -339,8 +339,8 @@ class AsyncTransactionalProducer:
             except errors.AbortableError:
                 await self._abort_quietly()
                 raise
-            except asyncio.CancelledError:
-                self._orphaned = "commit"
+            except (asyncio.CancelledError, errors.TimeoutError):
+                self._orphaned = "commit"  # it goes on: the next transaction() settles it first
                 raise
         finally:
             self._turns.release(turn)
@@ -367,6 +367,8 @@ class AsyncTransactionalProducer:
             await self.abort_transaction()
         except errors.TxnProducerError as exc:  # keep the original error visible
             self._log.warning("txn.abort_failed", error=repr(exc))
+            if isinstance(exc, errors.TimeoutError):
+                self._orphaned = "abort"
         except asyncio.CancelledError:
             self._orphaned = "abort"
             raise

@@ -143,7 +143,9 @@ def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPa
         epoch_error = errors.InvalidProducerEpochError(
             f"the broker rejected a batch for {tp.topic}-{tp.partition} with INVALID_PRODUCER_EPOCH: the"
             " coordinator bumped the epoch, most likely because the transaction ran longer than"
-            " transaction_timeout_ms and was aborted. Call abort_transaction() and start a new transaction",
+            " transaction_timeout_ms and was aborted (or another producer with the same transactional_id"
+            " has started: then the abort raises ProducerFencedError). Call abort_transaction() and start"
+            " a new transaction",
             error_code=code,
         )
         epoch_error.__cause__ = exc
