@@ -72,9 +72,10 @@ Partitioner = Callable[[str, "bytes | None", "list[int]", "list[int]"], int]
 class ProducerConfig:
     """Validated settings of a :class:`~txnproducer.TransactionalProducer`.
 
-    Every key below may be given in Python spelling (``linger_ms``) or, through
-    :meth:`from_mapping`, in Java spelling (``linger.ms``). Invalid values raise
-    :class:`~txnproducer.errors.ConfigError` naming the key, the value and what is allowed.
+    Durations are milliseconds (``*_ms``), sizes bytes. Every key below may be given in Python
+    spelling (``linger_ms``) or, through :meth:`from_mapping`, in Java spelling (``linger.ms``).
+    Invalid values raise :class:`~txnproducer.errors.ConfigError` naming the key, the value and
+    what is allowed.
 
     =========================================  ==================  ==========================================
     key                                        default             meaning
@@ -107,8 +108,10 @@ class ProducerConfig:
     ``reconnect_backoff_ms``                   ``50``              first wait before reconnecting
     ``reconnect_backoff_max_ms``               ``1000``            cap of the reconnect backoff
     ``socket_connection_setup_timeout_ms``     ``10000``           bound on establishing a connection
-    ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
-    ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
+    ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``:
+                                                                   bytes, ``str`` encoded as UTF-8
+    ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``:
+                                                                   bytes, ``str`` encoded as UTF-8
     ``partitioner``                            ``None``            ``(topic, key, all, available) -> int``;
                                                                    ``None``: murmur2 of key / sticky
     ``security_protocol``                      ``PLAINTEXT``       PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
@@ -296,12 +299,14 @@ class ProducerConfig:
     key_serializer: Serializer | None = attrs.field(
         default=None,
         validator=optional_callable,
-        metadata=doc("Turns a key into bytes; None: keys must already be bytes (or None)."),
+        metadata=doc("Turns a key into bytes; None: bytes pass through as they are, a str is encoded as "
+                     "UTF-8, anything else is a SerializationError."),
     )
     value_serializer: Serializer | None = attrs.field(
         default=None,
         validator=optional_callable,
-        metadata=doc("Turns a value into bytes; None: values must already be bytes (or None)."),
+        metadata=doc("Turns a value into bytes; None: bytes pass through as they are, a str is encoded as "
+                     "UTF-8, anything else is a SerializationError."),
     )
     partitioner: Partitioner | None = attrs.field(
         default=None,

@@ -79,8 +79,16 @@ def _default_serialize(data: Any) -> bytes | None:
 class TransactionalProducer:
     """Exactly-once producer with the Java client's transactional API (KIP-98, KIP-890 TV2).
 
-    Thread-safe: any number of threads may call :meth:`send`; transactional calls are meant to
-    come from one thread at a time (as in the Java client).
+    Settings: keyword arguments (``linger_ms=5``), a mapping in Java spelling given positionally
+    (``TransactionalProducer({"bootstrap.servers": ..., "transactional.id": ...})``, as
+    confluent-kafka's ``Producer({...})``), or a :class:`~txnproducer.ProducerConfig`. Settings are
+    milliseconds (``*_ms``); every call's ``timeout`` argument is seconds, ``None`` meaning
+    ``max_block_ms``.
+
+    Thread-safe, with the Java client's rule: one transaction at a time, and a :meth:`send` from
+    any thread joins the open transaction; transactional calls are meant to come from one thread
+    at a time. Threads that each need their own transaction use a
+    :class:`~txnproducer.TransactionalProducerPool` (README "Concurrency").
 
     Raises on construction :class:`~txnproducer.errors.ConfigError` for invalid settings.
     Connecting happens in the background; :meth:`init_transactions` waits for it.
@@ -178,7 +186,7 @@ class TransactionalProducer:
 
     @property
     def state(self) -> Any:
-        """The transaction manager's state (``txnproducer._internal.txn.state.State``)."""
+        """The transaction manager's state, a :class:`~txnproducer.TransactionState`."""
         return self._tm.state
 
     @property
@@ -260,7 +268,8 @@ class TransactionalProducer:
 
     def init_transactions(self, timeout: float | None = None, keep_prepared_txn: bool = False) -> None:
         """Register the transactional id with its coordinator, fencing older instances and
-        aborting (or completing) any transaction they left open.
+        aborting (or completing) any transaction they left open. ``timeout``: seconds, default
+        ``max_block_ms``.
 
         Raises TimeoutError (cluster unreachable or coordinator busy within the bound; call
         again to keep waiting), FatalError subclasses (fenced, not authorized, unsupported),
@@ -333,7 +342,8 @@ class TransactionalProducer:
     _caller_stacklevel = 3
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush every record of the transaction, then commit it atomically.
+        """Flush every record of the transaction, then commit it atomically. ``timeout``:
+        seconds, default ``max_block_ms`` (a value that can only be milliseconds is logged).
 
         Raises AbortableError subclasses (call :meth:`abort_transaction`), FatalError
         subclasses (close the producer), IllegalStateError, TimeoutError (call again to keep
@@ -344,7 +354,8 @@ class TransactionalProducer:
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the open transaction: queued records fail with TransactionAbortedError and
-        nothing sent in it becomes visible to read_committed consumers.
+        nothing sent in it becomes visible to read_committed consumers. ``timeout``: seconds,
+        default ``max_block_ms``.
 
         Raises FatalError subclasses, IllegalStateError, TimeoutError (call again to keep
         waiting), ClosedError.
@@ -355,7 +366,8 @@ class TransactionalProducer:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[TransactionalProducer]:
         """``with producer.transaction():`` begins; commits on success; on an exception (or a
-        commit that failed with an abortable error) aborts and re-raises."""
+        commit that failed with an abortable error) aborts and re-raises. Bounds: as
+        :meth:`commit_transaction` / :meth:`abort_transaction` (``max_block_ms`` each)."""
         self.begin_transaction()
         try:
             yield self
@@ -377,8 +389,9 @@ class TransactionalProducer:
         with :meth:`complete_transaction`. The transaction must be completed within
         ``transaction_timeout_ms`` of its first record unless ``enable_2pc`` is on (KIP-939),
         otherwise the coordinator aborts it and completing raises PreparedTransactionLostError.
-        Raises AbortableError (a record failed: abort), FatalError, IllegalStateError,
-        TimeoutError (flush bound), ClosedError.
+        ``timeout``: seconds for the flush, default as :meth:`flush`. Raises AbortableError (a
+        record failed: abort), FatalError, IllegalStateError, TimeoutError (flush bound),
+        ClosedError.
         """
         self._check_open("prepare_transaction")
         self._tm.fail_if_not_ready_for_send("prepare_transaction")
@@ -396,7 +409,7 @@ class TransactionalProducer:
         KIP-939; ``init_transactions()`` would abort the transaction). A second commit of a
         committed transaction succeeds. Raises PreparedTransactionLostError (the coordinator
         already aborted it: its records are lost), IllegalStateError, FatalError, TimeoutError
-        (call again to keep waiting), ClosedError.
+        (call again to keep waiting), ClosedError. ``timeout``: seconds, default ``max_block_ms``.
         """
         self._check_open("complete_transaction")
         bound, name = self._bound(timeout)
@@ -561,7 +574,7 @@ class TransactionalProducer:
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.
 
-        ``timeout=None`` waits as long as records can still be delivered (about
+        ``timeout``: seconds; ``None`` waits as long as records can still be delivered (about
         ``delivery_timeout_ms``). Raises TimeoutError, ClosedError.
         """
         self._check_open("flush")
@@ -581,7 +594,8 @@ class TransactionalProducer:
         return self._net.wait_for_topic(topic, self._max_block_s)
 
     def metrics(self) -> dict[str, float]:
-        """Totals mirroring the Java client's producer and transaction metrics."""
+        """Totals mirroring the Java client's producer and transaction metrics: times in
+        nanoseconds (``txn_commit_time_ns_total``, ...), sizes in bytes, the rest counts."""
         snap = self._metrics.snapshot()
         snap["buffer_total_bytes"] = float(self._config.buffer_memory)
         snap["buffer_available_bytes"] = float(self._config.buffer_memory - self._acc.used_memory)
@@ -593,7 +607,8 @@ class TransactionalProducer:
         """Send queued records, abort an open transaction, and stop (idempotent).
 
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
-        fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
+        fail with ClosedError and connections are dropped. ``close(0)`` closes at once (without a
+        warning: it was asked for).
         """
         bound, _ = self._bound(timeout, plausible=False)
         if not self._begin_close(bound):

@@ -57,6 +57,16 @@ class AsyncTransactionalProducer:
     """Exactly-once producer for asyncio (KIP-98, KIP-447, KIP-890 TV2): the sync producer's API
     as coroutines. See the module docstring for cancellation; README "asyncio" for examples.
 
+    Settings as the sync producer takes them (keywords, a mapping given positionally, or a
+    ProducerConfig): milliseconds; every call's ``timeout`` argument is seconds, ``None`` meaning
+    ``max_block_ms``.
+
+    Shared by many tasks, it runs one transaction at a time: ``async with producer.transaction()``
+    waits its turn (FIFO, ``max_block_ms``), and only the task holding the open transaction (and
+    tasks it starts inside it) may send into it, commit or abort it; any other task gets
+    IllegalStateError naming the holder (:mod:`txnproducer.aio.turns`, docs/concurrency.md). For
+    transactions at the same time use :class:`~txnproducer.aio.AsyncTransactionalProducerPool`.
+
     Construct it anywhere (connecting happens in the background); use it from one event loop.
     Raises ConfigError on construction for invalid settings.
     """
@@ -91,7 +101,7 @@ class AsyncTransactionalProducer:
 
     @property
     def state(self) -> Any:
-        """The transaction manager's state (``txnproducer._internal.txn.state.State``)."""
+        """The transaction manager's state, a :class:`~txnproducer.TransactionState`."""
         return self._core.state
 
     @property
@@ -111,14 +121,15 @@ class AsyncTransactionalProducer:
         return self._core.closed
 
     def metrics(self) -> dict[str, float]:
-        """The sync producer's metrics (Java client's transaction metrics and counters)."""
+        """The sync producer's metrics (Java client's transaction metrics and counters; times in
+        nanoseconds, sizes in bytes)."""
         return self._core.metrics()
 
     # -- transactional API ------------------------------------------------------------------------
 
     async def init_transactions(self, timeout: float | None = None, keep_prepared_txn: bool = False) -> None:
         """Register the transactional id with its coordinator, fencing older instances and
-        aborting what they left open. Bounded by ``timeout`` or ``max_block_ms``.
+        aborting what they left open. Bounded by ``timeout`` (seconds) or ``max_block_ms``.
 
         Raises TimeoutError (await it again to keep waiting), FatalError subclasses (fenced, not
         authorized, unsupported), IllegalStateError (already initialized), ClosedError.
@@ -394,8 +405,8 @@ class AsyncTransactionalProducer:
     async def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.
 
-        ``timeout=None`` waits as long as records can still be delivered (``delivery_timeout_ms``
-        plus ``request_timeout_ms``). Raises TimeoutError, ClosedError.
+        ``timeout``: seconds; ``None`` waits as long as records can still be delivered
+        (``delivery_timeout_ms`` plus ``request_timeout_ms``). Raises TimeoutError, ClosedError.
         """
         core = self._core
         core.check_open("flush")
@@ -430,8 +441,9 @@ class AsyncTransactionalProducer:
         """Send queued records, abort an open transaction, and stop (idempotent, any state).
 
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
-        fail with ClosedError and connections are dropped. ``close(0)`` closes at once. Cancelled:
-        closing goes on; await ``close()`` again to wait for it.
+        fail with ClosedError and connections are dropped. ``close(0)`` closes at once (without a
+        warning: it was asked for). Cancelled: closing goes on; await ``close()`` again to wait for
+        it. Any task may close it.
         """
         core = self._core
         bound, _ = core.bound(timeout, plausible=False)
