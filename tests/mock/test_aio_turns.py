@@ -20,7 +20,7 @@ import pytest
 
 from tests._support.aio import AsyncProducerFactory, run
 from tests._support.producers import read_committed_via_kafka_python
-from txnproducer import errors
+from txnproducer import TransactionState, errors
 from txnproducer.testing import MockCluster
 
 TVS = pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True, ids=["tv1", "tv2"])
@@ -254,3 +254,33 @@ def test_transactions_do_not_nest(mock_cluster: MockCluster, make_producer: Any)
                     pass
 
     run(main())
+
+
+def test_a_begin_that_fails_gives_the_turn_back(mock_cluster: MockCluster, make_producer: Any) -> None:
+    """An explicit begin refused (here: a cancelled transaction's commit is still under way) must not
+    keep the turn, or the next transaction() would wait for nobody until max_block_ms."""
+    mock_cluster.create_topic("turns-refused", partitions=1)
+
+    async def main() -> None:
+        producer = make_producer("tx-turns-refused", max_block_ms=5000)
+        await producer.init_transactions()
+        since = mock_cluster.requests.next_seq()
+        mock_cluster.delay_responses("EndTxn", 3000)
+
+        async def cancelled_in_commit() -> None:
+            async with producer.transaction():
+                await producer.send("turns-refused", b"committed late")
+
+        committing = asyncio.create_task(cancelled_in_commit())
+        await asyncio.to_thread(mock_cluster.wait_for_request, lambda e: e.api == "EndTxn", 10, since)
+        committing.cancel()  # the commit goes on in the background
+        with pytest.raises(asyncio.CancelledError):
+            await committing
+        assert producer.state is TransactionState.COMMITTING_TRANSACTION  # its answer is held back
+        with pytest.raises(errors.IllegalStateError, match="commit"):
+            producer.begin_transaction()  # refused: the commit is still under way
+        async with producer.transaction():  # waits for that commit, then runs: nobody holds the turn
+            await producer.send("turns-refused", b"next")
+
+    run(main())
+    assert _committed(mock_cluster, "turns-refused", 1) == [b"committed late", b"next"]

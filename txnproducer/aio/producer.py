@@ -154,12 +154,13 @@ class AsyncTransactionalProducer:
         or waits for it (``async with producer.transaction()`` waits its turn instead), FatalError
         after a fatal error, ClosedError.
         """
+        held = self._turns.current
         turn = self._turns.take_now()
         try:
             self._core.begin_transaction()
         except BaseException:
-            if turn.explicit:
-                self._turns.settle()
+            if turn is not held:  # granted for this begin, which failed: give it back
+                self._turns.release(turn)
             raise
         self._generation += 1
         self._unfinished_sends = 0

@@ -176,6 +176,7 @@ class TransactionTurns:
         return self._hold(turn)
 
     def _expire(self, fut: asyncio.Future[Turn]) -> None:
+        _ = self.current  # a last look: a turn whose time is over is handed on (perhaps to fut)
         if fut.done():
             return
         turn = self._current
