@@ -109,6 +109,9 @@ class TransactionTurns:
     def check_holder(self, call: str) -> None:
         """IllegalStateError if the open transaction is another task's (or abandoned): ``call``
         may not touch it. ``abort_transaction`` may end an abandoned transaction."""
+        turn = self._current
+        if turn is not None and turn in _HELD.get():
+            return  # the common case, once per send(): the running code holds the open transaction
         turn = self.current
         if turn is None:
             if self.abandoned_by is not None and call != "abort_transaction" and self._is_open():
