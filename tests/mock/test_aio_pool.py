@@ -130,7 +130,7 @@ def test_two_running_pools_with_one_prefix_fence_each_other(mock_cluster: MockCl
 def test_a_handler_waits_at_most_max_block_ms_for_a_producer(mock_cluster: MockCluster,
                                                              make_pool: Any) -> None:
     async def main() -> None:
-        pool = make_pool("apool-wait", 1, max_block_ms=300)
+        pool = make_pool("apool-wait", 1, max_block_ms=2000)
         await pool.init_transactions(timeout=10)
 
         async def impatient() -> None:
@@ -138,7 +138,7 @@ def test_a_handler_waits_at_most_max_block_ms_for_a_producer(mock_cluster: MockC
                 raise AssertionError("never given a producer: the only one is busy until this gives up")
 
         async with pool.transaction():
-            with pytest.raises(errors.TimeoutError, match="no producer became free within max_block_ms=300"):
+            with pytest.raises(errors.TimeoutError, match="no producer became free within max_block_ms=2000"):
                 await asyncio.create_task(impatient())
         async with pool.transaction():
             pass

@@ -147,8 +147,8 @@ def test_a_waiter_gives_up_after_max_block_ms_naming_the_holder(
     mock_cluster.create_topic("turns-timeout", partitions=1)
 
     async def main() -> None:
-        producer = make_producer("tx-turns-timeout", max_block_ms=300)
-        await producer.init_transactions()
+        producer = make_producer("tx-turns-timeout", max_block_ms=2000)
+        await producer.init_transactions(timeout=10)  # (max_block_ms is short for the waiter's sake)
 
         async def impatient() -> None:
             async with producer.transaction():
@@ -157,7 +157,7 @@ def test_a_waiter_gives_up_after_max_block_ms_naming_the_holder(
         async def hold() -> None:
             async with producer.transaction():
                 waiter = asyncio.create_task(impatient())
-                with pytest.raises(errors.TimeoutError, match=r"max_block_ms=300 .*task 'slow-holder'"):
+                with pytest.raises(errors.TimeoutError, match=r"max_block_ms=2000 .*task 'slow-holder'"):
                     await waiter
                 await producer.send("turns-timeout", b"holder's")
 
@@ -262,23 +262,26 @@ def test_a_begin_that_fails_gives_the_turn_back(mock_cluster: MockCluster, make_
     mock_cluster.create_topic("turns-refused", partitions=1)
 
     async def main() -> None:
-        producer = make_producer("tx-turns-refused", max_block_ms=5000)
+        producer = make_producer("tx-turns-refused", max_block_ms=30_000)
         await producer.init_transactions()
-        since = mock_cluster.requests.next_seq()
-        mock_cluster.delay_responses("EndTxn", 3000)
+        coordinator = mock_cluster.coordinator_for("tx-turns-refused")
+        committing_now = asyncio.Event()
 
         async def cancelled_in_commit() -> None:
             async with producer.transaction():
                 await producer.send("turns-refused", b"committed late")
+                mock_cluster.black_hole(coordinator)  # the commit cannot complete until released
+                committing_now.set()  # the block's exit starts the commit before this task yields
 
         committing = asyncio.create_task(cancelled_in_commit())
-        await asyncio.to_thread(mock_cluster.wait_for_request, lambda e: e.api == "EndTxn", 10, since)
+        await committing_now.wait()
+        assert producer.state is TransactionState.COMMITTING_TRANSACTION
         committing.cancel()  # the commit goes on in the background
         with pytest.raises(asyncio.CancelledError):
             await committing
-        assert producer.state is TransactionState.COMMITTING_TRANSACTION  # its answer is held back
         with pytest.raises(errors.IllegalStateError, match="commit"):
             producer.begin_transaction()  # refused: the commit is still under way
+        mock_cluster.black_hole(coordinator, enabled=False)
         async with producer.transaction():  # waits for that commit, then runs: nobody holds the turn
             await producer.send("turns-refused", b"next")
 
