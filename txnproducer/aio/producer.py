@@ -15,9 +15,11 @@ Cancellation (what a cancelled task leaves behind):
   bound runs out (KIP-691); awaiting the same call again returns its outcome. Until then the
   producer refuses other transactional calls, naming the one to await.
 * inside ``async with producer.transaction():`` the transaction is aborted (the abort is awaited
-  before the cancellation propagates). If the commit is what was cancelled, it goes on; the next
-  ``transaction()`` first waits for it (or for an abort cancelled in turn) and aborts it if it
-  failed with an abortable error.
+  before the cancellation propagates). If the commit is what was cancelled (or timed out), it goes
+  on; the next ``transaction()`` first waits for it (or for an abort cancelled or timed out in
+  turn) and aborts it if it failed with an abortable error.
+* waiting for its turn in ``transaction()`` (another task holds the transaction): the task leaves
+  the queue; a turn handed to it at that moment goes to the next task.
 * ``await send()`` waiting for buffer memory or metadata: the record is not queued.
 * awaiting a record's delivery or ``flush()``: only the wait stops.
 * ``close()``: closing goes on; awaiting ``close()`` again waits for it. ``close()`` is safe from
@@ -179,7 +181,10 @@ class AsyncTransactionalProducer:
 
         Nothing is queued until it is awaited (it is a coroutine). A send that is never awaited -
         a forgotten ``await`` - is counted: committing the transaction then raises
-        IllegalStateError instead of committing without its record.
+        IllegalStateError instead of committing without its record. (Why not queue the record at
+        the call, without a coroutine: a send that must wait - metadata of a new topic, buffer
+        memory - could then only finish in the background, after a commit that did not wait for it,
+        and its record would land in the next transaction or nowhere.)
         """
         self._unfinished_sends += 1
         return self._send(self._generation, topic, value, key, partition, timestamp_ms, headers)
