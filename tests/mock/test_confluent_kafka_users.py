@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer
-from kafka.structs import ConsumerGroupMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, MemberState, TopicPartition
 
 from tests._support.aio import run
 from tests._support.producers import TEST_DEFAULTS, ProducerFactory, committed_values
@@ -158,19 +158,22 @@ def test_a_zombie_confluent_consumer_is_fenced(mock_cluster: MockCluster, make_p
 
 def test_the_sync_call_takes_a_kafka_python_consumer(mock_cluster: MockCluster, make_producer: Any) -> None:
     mock_cluster.create_topic("kp-in", partitions=1)
+    producer = make_producer("tx-kp-g")
+    producer.init_transactions()
+    # the topic exists before the consumer joins and its metadata is not refreshed meanwhile: no
+    # rebalance after the first (a rebalance would rightly fence the offsets: CommitFailedError)
     consumer = KafkaConsumer(
         bootstrap_servers=mock_cluster.bootstrap_servers, group_id="kp-g", enable_auto_commit=False,
-        isolation_level="read_committed", auto_offset_reset="earliest", session_timeout_ms=10000,
-        heartbeat_interval_ms=100, metadata_max_age_ms=1000, retry_backoff_ms=50)
+        isolation_level="read_committed", auto_offset_reset="earliest", session_timeout_ms=30000,
+        heartbeat_interval_ms=100, retry_backoff_ms=50)
     try:
         consumer.subscribe(["kp-in"])
         deadline = time.monotonic() + 30
-        while not consumer.assignment() and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (
+                consumer.assignment() and consumer.group_metadata().state == MemberState.STABLE):
             consumer.poll(timeout_ms=50)
         expected = consumer.group_metadata()
-        assert expected.generation_id >= 1
-        producer = make_producer("tx-kp-g")
-        producer.init_transactions()
+        assert expected.generation_id >= 1 and expected.member_id
         with producer.transaction():
             producer.send_offsets_to_transaction({TopicPartition("kp-in", 0): 3}, consumer)
     finally:
