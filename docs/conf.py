@@ -109,12 +109,14 @@ README_SECTIONS = {
     "sanitizer-tier": "contributing",
 }
 _README_LINK = re.compile(r"\]\(#([a-z0-9-]+)\)")
+_README_DOCS_LINK = re.compile(r"\]\(docs/")  # README's links into docs/, from where README lies
 
 
 def _adapt_readme(app: Sphinx, relative_path: Any, parent_docname: str, content: list[str]) -> None:
     """README's sections are ``##`` and their parts ``###``: in a page of their own they are its ``#``
     title and ``##`` parts (a page that includes a section inside another adds ``:heading-offset: 1``);
-    code blocks are left as they are. README's ``(#section)`` links go to the page holding the section.
+    code blocks are left as they are. README's ``(#section)`` links go to the page holding the section, and
+its ``(docs/page.md)`` links to that page.
     Both go away when the sections move out of README (docs/contributing.md)."""
     if Path(relative_path).name != "README.md":
         return
@@ -126,6 +128,7 @@ def _adapt_readme(app: Sphinx, relative_path: Any, parent_docname: str, content:
             if line.startswith("##"):
                 line = line[1:]
             line = _README_LINK.sub(_readme_link, line)
+            line = _README_DOCS_LINK.sub("](/", line)
         out.append(line)
     content[0] = "".join(out)
 
@@ -182,7 +185,7 @@ _DOCUMENTED: dict[int, str] = {}
 def _documented_by_identity(env: BuildEnvironment) -> dict[int, str]:
     if not _DOCUMENTED:
         for name, _display, objtype, _doc, _anchor, _prio in env.get_domain("py").get_objects():
-            if objtype in ("class", "exception", "function", "data"):
+            if objtype in ("class", "enum", "exception", "function", "data"):
                 obj = _import(name)
                 if obj is not None:
                     _DOCUMENTED.setdefault(id(obj), name)
