@@ -73,12 +73,13 @@ test-ci-extra: $(VENV)/.dev-installed
 		PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s quick-$(CI_EXTRA_PYTHON); \
 	else echo "test-ci-extra: no python$(CI_EXTRA_PYTHON) on this machine: skipped"; fi
 
-# The sanitizer tier (README "Testing"): the extension built with AddressSanitizer and UBSan into
-# build/asan (.venv's own build is left alone), loaded in its place by tests/_support/asan_extension.py,
+# The sanitizer tier (README "Sanitizer tier"): both extensions (the send path's _speedups, the record
+# decoder's _decode) built with AddressSanitizer and UBSan into build/asan (.venv's own builds are left
+# alone), loaded in their place by tests/_support/asan_extension.py,
 # in a Python whose objects are allocated by malloc (PYTHONMALLOC=malloc: inside pymalloc's arenas ASan
 # misses overflows of small objects) with the ASan runtime preloaded (the interpreter is not
 # instrumented). CPython frees not everything at exit by design: leak detection is off. Any report
-# stops the run. It runs the unit, codec and producer tests (PURE_TESTS), then the send() fuzz with
+# stops the run. It runs the unit, codec, producer and consumer tests (PURE_TESTS), then the send() fuzz with
 # ASAN_FUZZ_SENDS sends per path. Run it before a release and before resolving a bug in the extension.
 ASAN_DIR := build/asan
 ASAN_FUZZ_SENDS ?= 10000
@@ -86,14 +87,16 @@ ASAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined,float
 	-fno-sanitize-recover=all -Wall -Wno-missing-field-initializers
 ASAN_ENV = PYTHONMALLOC=malloc LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	TXNPRODUCER_SANITIZED_EXTENSION="$$(ls $(ASAN_DIR)/_speedups*)" TXNPRODUCER_REQUIRE_ACCEL=1
+	TXNPRODUCER_SANITIZED_EXTENSION=$(ASAN_DIR) TXNPRODUCER_REQUIRE_ACCEL=1
+ASAN_SUFFIX = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+ASAN_INCLUDE = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 
 test-asan: $(VENV)/.dev-installed
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
-	gcc -shared -fPIC $(ASAN_CFLAGS) \
-		-I"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-		txnproducer/_internal/accel/_speedups.c \
-		-o $(ASAN_DIR)/_speedups"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+	for ext in _speedups _decode; do \
+		gcc -shared -fPIC $(ASAN_CFLAGS) -I"$(ASAN_INCLUDE)" txnproducer/_internal/accel/$$ext.c \
+			-o $(ASAN_DIR)/$$ext"$(ASAN_SUFFIX)" || exit 1; \
+	done
 	$(ASAN_ENV) $(BIN)/python -m pytest -p tests._support.asan_extension -q \
 		--deselect tests/mock/test_producer_send_fuzz.py $(PURE_TESTS)
 	$(ASAN_ENV) TXNPRODUCER_FUZZ_SENDS=$(ASAN_FUZZ_SENDS) $(BIN)/python -m pytest -p tests._support.asan_extension \

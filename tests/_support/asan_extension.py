@@ -1,12 +1,13 @@
 """pytest plugin of ``make test-asan``: the tests run against the compiled extension built with
 AddressSanitizer and UBSan instead of the one in the source tree.
 
-``TXNPRODUCER_SANITIZED_EXTENSION`` names the sanitized build (``build/asan/_speedups*.so``, made by
-``make test-asan``, which leaves ``.venv``'s in-place build alone). Loaded with ``-p`` before any test
-module imports txnproducer, this plugin imports that file as ``txnproducer._internal.accel._speedups``,
-so ``accel`` chooses it as it would the usual one. It refuses to run when the file is missing, when the
+``TXNPRODUCER_SANITIZED_EXTENSION`` names the folder of the sanitized builds (``build/asan/``: the send
+path's ``_speedups*.so`` and the record decoder's ``_decode*.so``, made by ``make test-asan``, which
+leaves ``.venv``'s in-place builds alone). Loaded with ``-p`` before any test module imports txnproducer,
+this plugin imports those files as ``txnproducer._internal.accel._speedups`` and ``._decode``, so
+``accel`` chooses them as it would the usual ones. It refuses to run when a file is missing, when the
 ASan runtime is not in the process (``LD_PRELOAD``: an uninstrumented Python must load it first), or when
-something imported the usual build before it: a run that only looked sanitized would prove nothing.
+something imported the usual builds before it: a run that only looked sanitized would prove nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 import pytest
 
 ENV_VAR = "TXNPRODUCER_SANITIZED_EXTENSION"
-_NAME = "txnproducer._internal.accel._speedups"
+_PACKAGE = "txnproducer._internal.accel"
+_EXTENSIONS = ("_speedups", "_decode")
 
 
 def _asan_runtime_loaded() -> bool:
@@ -31,26 +33,33 @@ def _asan_runtime_loaded() -> bool:
     return "libasan" in maps
 
 
-def _load(path: str) -> str:
-    if not Path(path).is_file():
-        raise pytest.UsageError(f"{ENV_VAR}={path}: no such file (run `make test-asan`)")
+def _load(folder: str) -> str:
+    builds = {name: sorted(Path(folder).glob(f"{name}.*.so")) for name in _EXTENSIONS}
+    missing = [name for name, found in builds.items() if len(found) != 1]
+    if missing:
+        raise pytest.UsageError(f"{ENV_VAR}={folder}: no single sanitized build of {', '.join(missing)} "
+                                "(run `make test-asan`)")
     if not _asan_runtime_loaded():
         raise pytest.UsageError("the AddressSanitizer runtime is not loaded: set LD_PRELOAD to "
                                 "$(gcc -print-file-name=libasan.so) (`make test-asan` does)")
-    if _NAME in sys.modules or "txnproducer._internal.accel" in sys.modules:
-        raise pytest.UsageError("txnproducer was imported before the sanitized extension could replace "
-                                "the usual one: load this plugin with -p")
-    loader = importlib.machinery.ExtensionFileLoader(_NAME, path)
-    spec = importlib.util.spec_from_file_location(_NAME, path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_NAME] = module
-    loader.exec_module(module)
+    if _PACKAGE in sys.modules or any(f"{_PACKAGE}.{name}" in sys.modules for name in _EXTENSIONS):
+        raise pytest.UsageError("txnproducer was imported before the sanitized extensions could replace "
+                                "the usual ones: load this plugin with -p")
+    loaded = {}
+    for name, (path,) in builds.items():
+        full = f"{_PACKAGE}.{name}"
+        loader = importlib.machinery.ExtensionFileLoader(full, str(path))
+        spec = importlib.util.spec_from_file_location(full, path, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        loader.exec_module(module)
+        loaded[name] = module
     from txnproducer._internal import accel
 
-    if accel.SPEEDUPS is not module:
-        raise pytest.UsageError(f"the sanitized extension is not the one in use: {accel.describe()}")
-    return path
+    if accel.SPEEDUPS is not loaded["_speedups"] or accel.DECODE is not loaded["_decode"]:
+        raise pytest.UsageError(f"the sanitized extensions are not the ones in use: {accel.describe()}")
+    return ", ".join(str(path) for (path,) in builds.values())
 
 
 _PATH = os.environ.get(ENV_VAR)
@@ -59,6 +68,6 @@ _LOADED = _load(_PATH) if _PATH else None
 
 def pytest_report_header() -> str:
     if _LOADED is None:
-        return f"sanitized extension: none ({ENV_VAR} is not set)"
-    return f"sanitized extension: {_LOADED} (AddressSanitizer runtime loaded, PYTHONMALLOC=" \
+        return f"sanitized extensions: none ({ENV_VAR} is not set)"
+    return f"sanitized extensions: {_LOADED} (AddressSanitizer runtime loaded, PYTHONMALLOC=" \
            f"{os.environ.get('PYTHONMALLOC', '')})"
