@@ -48,8 +48,11 @@ class BufferFull(Exception):  # a signal to the facade, never seen by users
 class LoopCore(TransactionalProducer):
     """A TransactionalProducer whose calls never wait (see the module docstring)."""
 
-    def __init__(self, config: ProducerConfig) -> None:
-        super().__init__(config)
+    #: what send() raises to mean "await, then call again", not a failed send (tracing drops its span)
+    send_retry_signals = (MetadataNeeded, BufferFull)
+
+    def __init__(self, config: ProducerConfig, **telemetry: Any) -> None:
+        super().__init__(config, **telemetry)  # tracer_provider=, meter_provider=, record_spans=
         self._send_block_s = 0.0  # the accumulator raises TimeoutError at once instead of waiting
 
     # -- send --------------------------------------------------------------------------------------

@@ -56,10 +56,12 @@ class AsyncTransactionalProducer:
     as coroutines. See the module docstring for cancellation; README "asyncio" for examples.
 
     Construct it anywhere (connecting happens in the background); use it from one event loop.
-    Raises ConfigError on construction for invalid settings.
+    Raises ConfigError on construction for invalid settings. ``tracer_provider``, ``meter_provider``,
+    ``record_spans``: as the sync producer's (spans take the calling task's context).
     """
 
-    def __init__(self, config: ProducerConfig | None = None, **settings: Any) -> None:
+    def __init__(self, config: ProducerConfig | None = None, *, tracer_provider: Any = None,
+                 meter_provider: Any = None, record_spans: bool | None = None, **settings: Any) -> None:
         if config is None:
             config = ProducerConfig.from_mapping(settings)
         elif settings:
@@ -69,7 +71,9 @@ class AsyncTransactionalProducer:
         # hands the core bytes: a user's serializer is never called twice for one record.
         self._key_serializer: Callable[[Any], Any] | None = config.key_serializer
         self._value_serializer: Callable[[Any], Any] | None = config.value_serializer
-        self._core = LoopCore(config.with_overrides(key_serializer=None, value_serializer=None))
+        self._core = LoopCore(config.with_overrides(key_serializer=None, value_serializer=None),
+                              tracer_provider=tracer_provider, meter_provider=meter_provider,
+                              record_spans=record_spans)
         self._max_block_s = config.max_block_ms / 1000
         self._next_yield = 0.0
         # commit/abort a transaction() left running when its task was cancelled
