@@ -53,7 +53,7 @@ class Plan:
     def attach(self, producer: Any, *, transaction_manager: Any, sender: Any,
                network: Any) -> ProducerTelemetry:
         """Install the hooks in ``producer``'s parts (module docstring)."""
-        from txnproducer.otel._instruments import _version, instruments_for
+        from txnproducer.otel._instruments import instruments_for
         from txnproducer.otel._send import TracedSend
         from txnproducer.otel._transactions import TransactionTelemetry
 
@@ -63,7 +63,7 @@ class Plan:
                       names.TRANSACTIONAL_ID: config.transactional_id}
         tracer = None
         if self.tracer_provider is not None:
-            tracer = self.tracer_provider.get_tracer(names.SCOPE, _version())
+            tracer = self.tracer_provider.get_tracer(names.SCOPE, instrumentation.library_version())
         instruments = registration = None
         if self.meter_provider is not None:
             instruments = instruments_for(self.meter_provider)

@@ -19,7 +19,6 @@ itself with the provider's one set and the callbacks report every live producer,
 
 from __future__ import annotations
 
-import importlib.metadata
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from txnproducer._internal import metrics as m
 from txnproducer.otel import names
+from txnproducer.otel.instrumentation import library_version
 
 __all__ = ["ProducerInstruments", "instruments_for"]
 
@@ -60,13 +60,6 @@ _DESCRIPTIONS = {
 }
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("txnproducer")
-    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
-        return "0.0.0+unknown"
-
-
 class _Registered:
     __slots__ = ("attributes", "snapshot")
 
@@ -79,7 +72,7 @@ class ProducerInstruments:
     """One meter provider's instruments, and the producers they report (module docstring)."""
 
     def __init__(self, provider: MeterProvider) -> None:
-        meter = provider.get_meter(names.SCOPE, _version())
+        meter = provider.get_meter(names.SCOPE, library_version())
         self._lock = threading.Lock()
         self._producers: dict[int, _Registered] = {}
         self._next = 0

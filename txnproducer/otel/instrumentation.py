@@ -14,12 +14,13 @@ providers of its own never imports it either (tracing off costs nothing: README 
 
 from __future__ import annotations
 
+import importlib.metadata
 import threading
 from typing import Any
 
 import attrs
 
-__all__ = ["Instrumentation", "active", "instrument", "is_instrumented", "uninstrument"]
+__all__ = ["Instrumentation", "active", "instrument", "is_instrumented", "library_version", "uninstrument"]
 
 
 @attrs.frozen
@@ -69,3 +70,11 @@ def is_instrumented() -> bool:
 def active() -> Instrumentation | None:
     """The settings of the last :func:`instrument` call still in force, or None."""
     return _active
+
+
+def library_version() -> str:
+    """txnproducer's version: the version of the instrumentation scope its tracers and meters name."""
+    try:
+        return importlib.metadata.version("txnproducer")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "0.0.0+unknown"
