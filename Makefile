@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test test-asan lint typecheck check demo bench clean
+.PHONY: test test-all test-quick-all test-ci-extra test-asan lint typecheck check demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,23 +31,43 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-# The suite runs twice: all of it on the compiled path, then the producer, consumer, batching and codec tests on
-# the pure-Python reference path (the record encoders' property tests cover both in either run).
-# Both runs are parallel (pytest-xdist): the tests mostly wait on sockets and subprocesses, so
-# WORKERS=4 on two CPUs pays; a module's tests share a worker (--dist loadscope), and the slow
-# modules start first (tests/conftest.py). The Spark cluster tier (marker spark_cluster: a standalone
-# cluster, about 2 minutes and 3 GiB) runs its MockCluster scenario in the first run; its real-broker
-# scenario runs with `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (README "Real-broker tests").
+# The suite runs twice: all of it on the compiled path, then the producer, consumer, batching and codec
+# tests on the pure-Python reference path (the record encoders' property tests cover both in either
+# run). Both runs are parallel (pytest-xdist): the tests mostly wait on sockets and subprocesses, so
+# WORKERS=4 on two CPUs pays; a module's tests share a worker (--dist loadscope), and the slow modules
+# start first (tests/conftest.py). The tiers are named in tests/tiers.py, for nox too. The Spark cluster
+# tier (marker spark_cluster: a standalone cluster, about 2 minutes and 3 GiB) runs its MockCluster
+# scenario in the first run; its real-broker scenario runs with
+# `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (README "Real-broker tests").
 WORKERS ?= 4
-PARALLEL := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
-PURE_TESTS := tests/unit tests/mock/test_producer_txn.py tests/mock/test_producer_edges.py \
-	tests/mock/test_producer_faults.py tests/mock/test_producer_protocol.py tests/mock/test_broker_produce.py \
-	tests/mock/test_producer_send_paths.py tests/mock/test_producer_send_fuzz.py tests/mock/test_consumer.py
+PARALLEL := -n $(WORKERS) $(shell $(PYTHON) -m tests.tiers parallel)
+PURE_TESTS := $(shell $(PYTHON) -m tests.tiers pure)
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
-	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "not (spark_cluster and broker)"
+	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "$(shell $(PYTHON) -m tests.tiers markers)"
 	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PARALLEL) $(PURE_TESTS)
+
+# The test matrix (noxfile.py): `make test` on every supported Python (3.10-3.13), each in a virtualenv of
+# nox's (.nox/). nox looks for python3.X on PATH; pyenv's interpreters are put there when it has them.
+# `make test-quick-all` runs only the PURE tiers on both paths (no PySpark), as CI does on 3.13.
+empty :=
+space := $(empty) $(empty)
+PYENV_PATH := $(subst $(space),:,$(wildcard $(HOME)/.pyenv/versions/3.1[0-3].*/bin))
+test-all: $(VENV)/.dev-installed
+	PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s tests
+
+test-quick-all: $(VENV)/.dev-installed
+	PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s quick
+
+# CI (.ci/run) runs `make test` on the default python3 (3.11 here) and this: the PURE tiers on both paths
+# on the newest supported Python, where a break is likeliest (3.10, the oldest, is held by mypy's and
+# ruff's target version; `make test-all` runs everything on every Python before a release).
+CI_EXTRA_PYTHON ?= 3.13
+test-ci-extra: $(VENV)/.dev-installed
+	@if PATH="$(PYENV_PATH):$$PATH" command -v python$(CI_EXTRA_PYTHON) >/dev/null; then \
+		PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s quick-$(CI_EXTRA_PYTHON); \
+	else echo "test-ci-extra: no python$(CI_EXTRA_PYTHON) on this machine: skipped"; fi
 
 # The sanitizer tier (README "Testing"): the extension built with AddressSanitizer and UBSan into
 # build/asan (.venv's own build is left alone), loaded in its place by tests/_support/asan_extension.py,
@@ -95,4 +115,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/compare.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build txnproducer/_internal/accel/*.so
+	rm -rf $(VENV) .nox .mypy_cache .ruff_cache .pytest_cache build txnproducer/_internal/accel/*.so

@@ -1,7 +1,8 @@
 """Run the ``txnkafka`` test application (tests/spark/spark_app.py) against a MockCluster and
 check what a user relies on: every input row visible exactly once to a read_committed reader, and
 no transaction left open (last stable offset = high watermark). Shared by the sink's scenario
-modules (tests/spark/test_spark_sink.py, test_spark_sink_restart.py).
+modules (tests/spark/test_spark_sink.py, test_spark_sink_restart.py; the real-broker ones in
+tests/broker/test_spark_broker.py share the application's input and arguments).
 """
 
 from __future__ import annotations
@@ -59,8 +60,7 @@ def stream_args(tmp: Path, topic: str) -> list[str]:
     return ["--topic", topic, "--checkpoint", str(tmp / "ckpt"), "--input", str(tmp / "in")]
 
 
-def latest_decision(cluster: MockCluster, tmp: Path) -> Decision | None:
+def latest_decision(bootstrap: str, tmp: Path) -> Decision | None:
     """The sink's latest decision for the query checkpointed in ``tmp``."""
-    settings = {"bootstrap.servers": cluster.bootstrap_servers}
-    with StateTopic(settings, "txnkafka-state", timeout_s=30) as state:
+    with StateTopic({"bootstrap.servers": bootstrap}, "txnkafka-state", timeout_s=30) as state:
         return state.latest_decision(default_prefix(str(tmp / "ckpt")))

@@ -12,7 +12,6 @@ ListOffsets under read_uncommitted (the high watermark). The transaction version
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import uuid
@@ -31,16 +30,19 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListT
 
 from tests._support import readers
 from tests._support.spark_runner import run_spark_app
-from txnproducer.spark.decision import Decision
+from tests._support.spark_sink_app import (
+    APP,
+    FILES,
+    LINES,
+    PARTITIONS,
+    latest_decision,
+    make_input,
+    stream_args,
+)
 from txnproducer.spark.options import default_prefix
-from txnproducer.spark.state_topic import StateTopic
 
 pytestmark = [pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "tests" / "spark" / "spark_app.py"
-PARTITIONS = 3
-FILES, LINES = 4, 150  # four micro-batches of 150 rows
 BATCH_ROWS = 5_000
 READ_WAIT_S = 60.0
 
@@ -83,28 +85,6 @@ def transactional_ids(bootstrap: str) -> set[str]:
     with readers.wire_to(bootstrap) as wire:
         response = wire.send(ListTransactionsRequest[0](state_filters=[], producer_id_filters=[]))
     return {str(s.transactional_id) for s in response.transaction_states}
-
-
-def make_input(directory: Path) -> list[bytes]:
-    directory.mkdir()
-    rows: list[bytes] = []
-    for f in range(FILES):
-        lines = [f"f{f}-r{i}" for i in range(LINES)]
-        path = directory / f"part-{f}.txt"
-        path.write_text("\n".join(lines) + "\n")
-        os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))  # the file source goes by mtime
-        rows += [line.encode() for line in lines]
-    return sorted(rows)
-
-
-def stream_args(tmp: Path, topic: str) -> list[str]:
-    return ["--topic", topic, "--checkpoint", str(tmp / "ckpt"), "--input", str(tmp / "in")]
-
-
-def latest_decision(bootstrap: str, tmp: Path) -> Decision | None:
-    """The sink's latest decision for the query checkpointed in ``tmp``."""
-    with StateTopic({"bootstrap.servers": bootstrap}, "txnkafka-state", timeout_s=30) as state:
-        return state.latest_decision(default_prefix(str(tmp / "ckpt")))
 
 
 @pytest.mark.timeout(420)

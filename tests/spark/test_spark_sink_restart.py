@@ -56,7 +56,7 @@ def test_driver_killed_after_the_decision_then_restart_is_exactly_once(
     args = stream_args(tmp_path, "after_entry")
     run_app(cluster, *args, crash_at="after_first_commit:1")
     # the crash left batch 1 decided but only partly committed
-    decision = latest_decision(cluster, tmp_path)
+    decision = latest_decision(cluster.bootstrap_servers, tmp_path)
     assert decision is not None and (decision.batch, decision.stage) == (1, "decided")
     coordinator_states = sorted(str(cluster.describe_transaction(s.transactional_id)["state"])
                                 for s in decision.states)
@@ -70,7 +70,7 @@ def test_driver_killed_after_the_decision_then_restart_is_exactly_once(
     assert "txn.spark_attempt_superseded" in result.stderr  # ... its tasks saw the decision
     assert sorted(committed_values(cluster, "after_entry")) == expected
     assert_no_open_transaction(cluster, "after_entry")
-    decision = latest_decision(cluster, tmp_path)
+    decision = latest_decision(cluster.bootstrap_servers, tmp_path)
     assert decision is not None and (decision.batch, decision.stage) == (FILES - 1, "done")
 
 
@@ -84,7 +84,7 @@ def test_driver_killed_before_the_decision_then_restart_is_exactly_once(
     run_app(cluster, *args, crash_at="before_decision:1")
     # batch 1 was prepared by the executors but never decided: invisible, transactions open
     assert len(committed_values(cluster, "before_entry")) == LINES  # batch 0 only
-    decision = latest_decision(cluster, tmp_path)
+    decision = latest_decision(cluster.bootstrap_servers, tmp_path)
     assert decision is not None and (decision.batch, decision.stage) == (0, "done")
     with cluster.state.lock:
         logs = [cluster.state.partition_log("before_entry", p) for p in range(PARTITIONS)]

@@ -137,18 +137,23 @@ def leaders_of(
     """The current leader of each partition. A partition without one is asked about again (after
     ``retry_backoff_ms``) until the deadline, then :class:`LeaderNotAvailableError` names it."""
     topics = sorted({tp.topic for tp in partitions})
+    names = ""  # the partitions the last answer left without a leader
     while True:
-        layout = fetch_layout(conn, topics, deadline)
+        try:
+            if names:
+                conn.backoff(deadline, "waiting for a partition leader")
+            layout = fetch_layout(conn, topics, deadline)
+        except TimeoutError:
+            if not names:
+                raise
+            # the deadline came while waiting to ask again, or while asking: the last answer stands
+            raise LeaderNotAvailableError(
+                f"partition(s) {names} had no leader for {deadline.timeout_ms} ms (LEADER_NOT_AVAILABLE):"
+                " every replica is down or an election is under way; retry once they are online"
+            ) from None
         check_partitions(layout, partitions)
         leaders = {tp: layout.topics[tp.topic].partitions[tp.partition].leader for tp in partitions}
         leaderless = sorted(tp for tp, leader in leaders.items() if leader < 0)
         if not leaderless:
             return layout, leaders
         names = ", ".join(str(tp) for tp in leaderless[:5]) + (" ..." if len(leaderless) > 5 else "")
-        try:
-            conn.backoff(deadline, "waiting for a partition leader")
-        except TimeoutError:
-            raise LeaderNotAvailableError(
-                f"partition(s) {names} had no leader for {deadline.timeout_ms} ms (LEADER_NOT_AVAILABLE):"
-                " every replica is down or an election is under way; retry once they are online"
-            ) from None
