@@ -95,21 +95,10 @@ def plan(tracer_provider: Any, meter_provider: Any, record_spans: bool | None) -
         return None
     _check("tracer_provider", tracer_provider, "get_tracer")
     _check("meter_provider", meter_provider, "get_meter")
-    if settings is not None:
-        if tracer_provider is None and settings.tracing:
-            tracer_provider = settings.tracer_provider
-            if tracer_provider is None:
-                from opentelemetry import trace
-
-                tracer_provider = trace.get_tracer_provider()
-        if meter_provider is None and settings.metrics:
-            meter_provider = settings.meter_provider
-            if meter_provider is None:
-                from opentelemetry import metrics
-
-                meter_provider = metrics.get_meter_provider()
-        if record_spans is None:
-            record_spans = settings.record_spans
+    tracer_provider = instrumentation.tracer_provider_for(tracer_provider)
+    meter_provider = instrumentation.meter_provider_for(meter_provider)
+    if record_spans is None and settings is not None:
+        record_spans = settings.record_spans
     if tracer_provider is None and meter_provider is None:
         return None
     return Plan(tracer_provider, meter_provider, bool(record_spans))

@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Instrumentation", "active", "instrument", "is_instrumented", "library_version", "uninstrument"]
+__all__ = ["Instrumentation", "active", "instrument", "is_instrumented", "library_version",
+           "meter_provider_for", "tracer_provider_for", "uninstrument"]
 
 
 @attrs.frozen
@@ -70,6 +71,35 @@ def is_instrumented() -> bool:
 def active() -> Instrumentation | None:
     """The settings of the last :func:`instrument` call still in force, or None."""
     return _active
+
+
+def tracer_provider_for(explicit: Any) -> Any:
+    """The tracer provider a component uses: ``explicit`` if given, else :func:`instrument`'s (the global
+    one when it named none), else None (tracing off)."""
+    if explicit is not None:
+        return explicit
+    settings = _active
+    if settings is None or not settings.tracing:
+        return None
+    if settings.tracer_provider is not None:
+        return settings.tracer_provider
+    from opentelemetry import trace
+
+    return trace.get_tracer_provider()
+
+
+def meter_provider_for(explicit: Any) -> Any:
+    """As :func:`tracer_provider_for`, for metrics."""
+    if explicit is not None:
+        return explicit
+    settings = _active
+    if settings is None or not settings.metrics:
+        return None
+    if settings.meter_provider is not None:
+        return settings.meter_provider
+    from opentelemetry import metrics
+
+    return metrics.get_meter_provider()
 
 
 def library_version() -> str:

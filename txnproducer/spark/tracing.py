@@ -133,26 +133,15 @@ def _batch_attributes(batch: int, query: str, prefix: str) -> dict[str, Any]:
             names.SPARK_QUERY_ID: str(query), names.SPARK_PREFIX: str(prefix)}
 
 
-_OFF = SinkTelemetry(None, {})
-
-
 def sink_telemetry(providers_option: str | None) -> SinkTelemetry:
     """This process's telemetry for the sink (module docstring): off unless asked for."""
-    settings = instrumentation.active()
-    if providers_option is None and (settings is None or not settings.tracing):
-        return _OFF
     kwargs: dict[str, Any] = {}
     if providers_option is not None:
         with _lock:
             tracer_provider, meter_provider = _providers_from(providers_option)
         kwargs = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
     else:
-        assert settings is not None
-        tracer_provider = settings.tracer_provider
-        if tracer_provider is None:
-            from opentelemetry import trace
-
-            tracer_provider = trace.get_tracer_provider()
+        tracer_provider = instrumentation.tracer_provider_for(None)
     if tracer_provider is None:
         return SinkTelemetry(None, kwargs)
     return SinkTelemetry(tracer_provider.get_tracer(names.SCOPE, instrumentation.library_version()), kwargs)
