@@ -32,7 +32,10 @@ def test_each_tasks_transaction_is_a_child_of_that_tasks_span(cluster: MockClust
                                             **telemetry.providers) for i in range(2)]
     started = {}
 
-    async def handle(i: int, both_open: asyncio.Barrier) -> None:
+    opened: list[int] = []
+    both_open = asyncio.Event()  # (asyncio.Barrier is 3.11+)
+
+    async def handle(i: int) -> None:
         producer = producers[i]
         with tracer.start_as_current_span(f"request {i}") as request:
             started[i] = request.get_span_context()
@@ -42,13 +45,15 @@ def test_each_tasks_transaction_is_a_child_of_that_tasks_span(cluster: MockClust
                 future = await producer.send(f"new-topic-{i}", b"v")
                 await producer.send("known", b"w")
                 assert transaction_span(producer) is not None
+                opened.append(i)
+                if len(opened) == 2:
+                    both_open.set()
                 await both_open.wait()  # both transactions open at once, in two tasks
             await future
 
     async def main() -> None:
-        barrier = asyncio.Barrier(2)
         try:
-            await asyncio.gather(handle(0, barrier), handle(1, barrier))
+            await asyncio.gather(handle(0), handle(1))
         finally:
             for p in producers:
                 await p.close()
