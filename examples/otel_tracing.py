@@ -69,11 +69,12 @@ def one_line(span: ReadableSpan) -> str:
 
 
 def render(spans: Sequence[ReadableSpan]) -> str:
-    """Every trace as an indented tree: name, kind, duration, status and the SHOWN attributes."""
-    ids = {s.context.span_id for s in spans if s.context is not None}
+    """Every trace as an indented tree: name, kind, duration, status, the SHOWN attributes, then the span's
+    events (a retry) and links (to a span of another trace, named when it is among ``spans``)."""
+    by_id = {s.context.span_id: s for s in spans if s.context is not None}
     children: dict[int | None, list[ReadableSpan]] = {}
     for s in spans:
-        parent = s.parent.span_id if s.parent is not None and s.parent.span_id in ids else None
+        parent = s.parent.span_id if s.parent is not None and s.parent.span_id in by_id else None
         children.setdefault(parent, []).append(s)
     lines: list[str] = []
 
@@ -88,11 +89,17 @@ def render(spans: Sequence[ReadableSpan]) -> str:
             error = (s.attributes or {}).get(names.ERROR_TYPE)
             lines.append(f"{prefix}{branch}{s.name} [{s.kind.name.lower()}, {took:.1f} ms]{status}"
                          + (f" error.type={error}" if error else "") + (f" {shown}" if shown else ""))
-            links = [f"link -> span {link.context.span_id:016x}" for link in s.links]
-            for link in links:
-                lines.append(f"{prefix}{'' if parent is None else ('   ' if last else '│  ')}   ({link})")
+            inner = prefix + ("" if parent is None else ("   " if last else "│  "))
+            note = inner + ("│  " if s.context is not None and children.get(s.context.span_id) else "   ")
+            for event in s.events:
+                detail = " ".join(f"{k}={v}" for k, v in (event.attributes or {}).items())
+                lines.append(f"{note}· event {event.name}{' ' + detail if detail else ''}")
+            for link in s.links:
+                target = by_id.get(link.context.span_id)
+                name = f"'{target.name}'" if target is not None else f"span {link.context.span_id:016x}"
+                lines.append(f"{note}· link to {name} in trace {link.context.trace_id:032x}"[:len(note) + 70])
             assert s.context is not None
-            walk(s.context.span_id, prefix + ("" if parent is None else ("   " if last else "│  ")))
+            walk(s.context.span_id, inner)
 
     walk(None, "")
     return "\n".join(lines)
