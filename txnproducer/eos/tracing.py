@@ -15,7 +15,8 @@ is traced (``tracer_provider=``, or :func:`txnproducer.otel.instrument`):
 
 Why the outputs keep their input's context although the processor sends them after transforming the
 whole poll: :meth:`ProcessorTracing.transform` returns, with each output, the context manager that
-makes that context current around its send (:mod:`txnproducer.eos.transform`).
+makes that context current around its send (:mod:`txnproducer.eos.transform`). A transform that raises
+leaves its span ERROR with the exception's type only: its message may quote the record.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from opentelemetry.trace import Link, SpanKind
 
 from ..otel import names, transaction_span
 from ..otel.propagation import extract_context, span_context_of
+from ..otel.spans import current_span
 
 __all__ = ["ProcessorTracing"]
 
@@ -88,9 +90,9 @@ class ProcessorTracing:
             topic = topics[0] if len(topics) == 1 else None
             parent = otel_context.get_current() if txn is None else trace.set_span_in_context(txn)
             attributes = {**self._attributes(topic), names.MESSAGING_BATCH_MESSAGE_COUNT: len(records)}
-            with self._tracer.start_as_current_span(
-                    names.process_span_name(topic or "records"), context=parent, kind=SpanKind.CONSUMER,
-                    attributes=attributes, links=[Link(c) for c in inputs if c is not None]):
+            links = [Link(c) for c in inputs if c is not None]
+            with current_span(self._tracer, names.process_span_name(topic or "records"), context=parent,
+                              kind=SpanKind.CONSUMER, attributes=attributes, links=links):
                 produced = list(transform_batch(list(records)))
                 current = _Current(otel_context.get_current())
             return produced, [current] * len(produced)
@@ -102,9 +104,10 @@ class ProcessorTracing:
             attributes = self._attributes(record.topic)
             attributes[names.MESSAGING_DESTINATION_PARTITION_ID] = str(record.partition)
             attributes[names.MESSAGING_KAFKA_OFFSET] = int(record.offset)
-            with self._tracer.start_as_current_span(
-                    names.process_span_name(record.topic), context=extract_context(record, Context()),
-                    kind=SpanKind.CONSUMER, attributes=attributes, links=to_transaction):
+            with current_span(
+                    self._tracer, names.process_span_name(record.topic),
+                    context=extract_context(record, Context()), kind=SpanKind.CONSUMER, attributes=attributes,
+                    links=to_transaction):
                 produced = list(transform(record))
                 current = _Current(otel_context.get_current())
             outputs.extend(produced)

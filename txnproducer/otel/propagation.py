@@ -25,6 +25,7 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from txnproducer.otel import names
+from txnproducer.otel.spans import current_span
 
 __all__ = ["extract_context", "process_span", "record_headers", "span_context_of", "trace_headers"]
 
@@ -81,7 +82,8 @@ def process_span(tracer: Any, record: Any, *, group_id: str | None = None,
                  links: list[Link] | None = None) -> Iterator[Span]:
     """A current ``process {topic}`` span (CONSUMER kind) for one input record, a child of the context
     the record was produced in, with the messaging conventions' attributes (topic, partition, offset,
-    consumer group). Records without a ``traceparent`` start a new trace."""
+    consumer group). Records without a ``traceparent`` start a new trace. An exception inside is recorded
+    by its type only (:mod:`txnproducer.otel.spans`)."""
     attributes: dict[str, Any] = {
         names.MESSAGING_SYSTEM: names.MESSAGING_SYSTEM_KAFKA,
         names.MESSAGING_OPERATION_NAME: names.OPERATION_PROCESS,
@@ -99,6 +101,6 @@ def process_span(tracer: Any, record: Any, *, group_id: str | None = None,
     if group_id is not None:
         attributes[names.MESSAGING_CONSUMER_GROUP_NAME] = group_id
     name = names.process_span_name(topic if isinstance(topic, str) else "records")
-    with tracer.start_as_current_span(name, context=extract_context(record), kind=SpanKind.CONSUMER,
-                                      attributes=attributes, links=links) as span:
+    with current_span(tracer, name, context=extract_context(record), kind=SpanKind.CONSUMER,
+                      attributes=attributes, links=links) as span:
         yield span

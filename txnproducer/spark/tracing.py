@@ -76,10 +76,12 @@ class SinkTelemetry:
             return
         from opentelemetry.trace import SpanKind
 
+        from ..otel.spans import current_span
+
         attributes = {**_batch_attributes(who.batch, who.query, prefix),
                       names.SPARK_PARTITION_ID: int(who.partition), names.SPARK_ATTEMPT: int(who.attempt)}
-        with self.tracer.start_as_current_span(names.SPAN_SPARK_TASK, kind=SpanKind.INTERNAL,
-                                               attributes=attributes) as span:
+        with current_span(self.tracer, names.SPAN_SPARK_TASK, kind=SpanKind.INTERNAL,
+                          attributes=attributes) as span:
             yield span
 
     @staticmethod
@@ -102,6 +104,7 @@ class SinkTelemetry:
         from opentelemetry.trace import Link, SpanKind
 
         from txnproducer.otel.propagation import span_context_of
+        from txnproducer.otel.spans import current_span
 
         links = []
         for message in messages:
@@ -112,8 +115,8 @@ class SinkTelemetry:
                                           names.SPARK_ATTEMPT: int(message.attempt),
                                           names.SPARK_SUPERSEDED: bool(message.superseded)}))
         attributes = {**_batch_attributes(batch, query, prefix), names.SPARK_DECISION: decision}
-        with self.tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes,
-                                               links=links) as span:
+        with current_span(self.tracer, name, kind=SpanKind.INTERNAL, attributes=attributes,
+                          links=links) as span:
             yield span
 
     @contextlib.contextmanager
@@ -123,7 +126,9 @@ class SinkTelemetry:
         if self.tracer is None or not transactional_ids:
             yield None
             return
-        with self.tracer.start_as_current_span(names.SPAN_SPARK_FENCE, attributes={
+        from txnproducer.otel.spans import current_span
+
+        with current_span(self.tracer, names.SPAN_SPARK_FENCE, attributes={
                 names.SPARK_FENCED_COUNT: len(transactional_ids)}):
             yield None
 
