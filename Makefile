@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test test-all test-quick-all test-ci-extra test-asan lint typecheck check demo bench clean
+.PHONY: test test-all test-quick-all test-ci-extra test-asan lint typecheck check docs demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+$(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@
 
 # The compiled accelerator (README "Performance"): the editable install builds it in place; this
@@ -103,6 +107,13 @@ typecheck: $(VENV)/.dev-installed
 
 check: lint typecheck test
 
+# The documentation site (docs/, DEVELOPING.md "Documentation"), strict: a warning, bad reST in a
+# docstring, a broken link or a missing reference fails it (-W -n; --keep-going lists them all), and
+# every page is read again (-E), so that no warning hides in an unchanged page. Nothing is fetched.
+# The site: docs/_build/html/index.html. Its examples run in make test (tests/mock/test_docs_examples.py).
+docs: $(VENV)/.docs-installed
+	$(BIN)/sphinx-build -E -W --keep-going -n -q -b html docs docs/_build/html
+
 # The quick-start demo (commit / abort / commit), then the exactly-once pipeline: two processors
 # in one group, one killed mid-transaction and restarted, output checked for exactly-once.
 demo: $(VENV)/.installed
@@ -115,4 +126,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/compare.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .nox .mypy_cache .ruff_cache .pytest_cache build txnproducer/_internal/accel/*.so
+	rm -rf $(VENV) .nox .mypy_cache .ruff_cache .pytest_cache build docs/_build txnproducer/_internal/accel/*.so

@@ -7,21 +7,23 @@ an order or none of it: an order that fails validation half-way (after some line
 aborted, and so is one whose client hangs up - the handler task is cancelled, and cancellation
 inside ``async with producer.transaction()`` aborts.
 
-A producer runs one transaction at a time, so the service keeps a small pool of producers, each
-with its own stable transactional id (``orders-api-<instance>-<n>``), and a request borrows one.
+A producer runs one transaction at a time, so the service keeps a small pool of producers
+(``txnproducer.aio.AsyncTransactionalProducerPool``), each with its own stable transactional id
+(``orders-api-<instance>-<n>``), and a request borrows one for its transaction.
 
 The server here is plain asyncio (``asyncio.start_server`` and a minimal HTTP/1.1 reader) so that
 the example needs nothing but txnproducer. With FastAPI the handler is the same code::
 
     @app.post("/orders")
     async def create_order(order: dict) -> dict:
-        async with pool.producer() as producer, producer.transaction():
+        async with pool.transaction() as producer:
             for line in order["lines"]:
                 await producer.send("order-lines", json.dumps(line).encode(), key=order["id"].encode())
             await producer.send("orders", json.dumps(summary(order)).encode(), key=order["id"].encode())
         return {"id": order["id"], "lines": len(order["lines"])}
 
-(create the pool in the app's lifespan handler: ``await pool.start()`` / ``await pool.close()``).
+(create the pool in the app's lifespan handler: ``await pool.init_transactions()`` / ``await
+pool.close()``).
 
 Run ``python examples/aio_atomic_endpoint.py``: it starts an embedded MockCluster (or uses
 ``$KAFKA_BOOTSTRAP_SERVERS``), the server on a free port of 127.0.0.1, sends 30 orders concurrently -
@@ -37,48 +39,22 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any, TextIO
 
-from txnproducer.aio import AsyncTransactionalProducer
+from txnproducer.aio import AsyncTransactionalProducerPool
 
 TOPICS = ("orders", "order-lines")
-
-
-class ProducerPool:
-    """``size`` transactional producers; ``async with pool.producer() as p`` borrows one."""
-
-    def __init__(self, bootstrap: str, id_prefix: str, size: int = 4) -> None:
-        self._producers = [AsyncTransactionalProducer(bootstrap_servers=bootstrap,
-                                                      transactional_id=f"{id_prefix}-{n}", linger_ms=1)
-                           for n in range(size)]
-        self._idle: asyncio.Queue[AsyncTransactionalProducer] = asyncio.Queue()
-
-    async def start(self) -> None:
-        await asyncio.gather(*(p.init_transactions() for p in self._producers))
-        for p in self._producers:
-            self._idle.put_nowait(p)
-
-    @contextlib.asynccontextmanager
-    async def producer(self) -> AsyncIterator[AsyncTransactionalProducer]:
-        p = await self._idle.get()
-        try:
-            yield p
-        finally:
-            self._idle.put_nowait(p)
-
-    async def close(self) -> None:
-        await asyncio.gather(*(p.close() for p in self._producers))
 
 
 class BadOrder(ValueError):
     pass
 
 
-async def create_order(pool: ProducerPool, order: dict[str, Any]) -> dict[str, Any]:
+async def create_order(pool: AsyncTransactionalProducerPool, order: dict[str, Any]) -> dict[str, Any]:
     """The endpoint: every line and the summary in one transaction (aborted on any error)."""
     key = str(order.get("id", "")).encode()
-    async with pool.producer() as producer, producer.transaction():
+    async with pool.transaction() as producer:
         total = 0
         for line in order.get("lines", []):
             if not isinstance(line.get("qty"), int) or line["qty"] <= 0:
@@ -93,7 +69,8 @@ async def create_order(pool: ProducerPool, order: dict[str, Any]) -> dict[str, A
 # --- a minimal HTTP/1.1 server and client (FastAPI/uvicorn would do this part) -------------------------
 
 
-async def _handle(pool: ProducerPool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _handle(pool: AsyncTransactionalProducerPool, reader: asyncio.StreamReader,
+                  writer: asyncio.StreamWriter) -> None:
     try:
         request_line = await reader.readline()
         headers: dict[str, str] = {}
@@ -191,8 +168,9 @@ def _read_committed(servers: str, topic: str) -> list[Any]:
 
 
 async def _serve_and_post(servers: str, run: str) -> dict[str, list[tuple[str, int | None]]]:
-    pool = ProducerPool(servers, f"orders-api-{run}")
-    await pool.start()
+    pool = AsyncTransactionalProducerPool(size=4, transactional_id_prefix=f"orders-api-{run}",
+                                          bootstrap_servers=servers, linger_ms=1)
+    await pool.init_transactions()
     server = await asyncio.start_server(lambda r, w: _handle(pool, r, w), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:

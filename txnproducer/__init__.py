@@ -1,16 +1,20 @@
 """txnproducer: exactly-once writes to Apache Kafka from Python.
 
-The public API is what this module exports; everything under ``txnproducer._internal`` may change
-without notice. ``txnproducer.testing`` (the in-process mock cluster) is public but separate so that
-importing the producer never starts or imports test machinery.
+The public API is what this module exports - every type a public call takes or returns is
+importable from here (``RecordFuture``, ``RecordMetadata``, ``TransactionState``,
+``TopicPartition``, ...), the asyncio ones from ``txnproducer.aio`` - and everything under
+``txnproducer._internal`` may change without notice. ``txnproducer.testing`` (the in-process
+mock cluster) is public but separate so that importing the producer never starts or imports test
+machinery.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
+from ._internal.txn.state import State as TransactionState
 from .config import ProducerConfig
 from .consumer import BytesColumn, ConsumerRecord, PartitionBatch, TransactionalConsumer
 from .consumer_config import ConsumerConfig
@@ -54,8 +58,9 @@ from .errors import (
     UnknownProducerIdError,
     UnsupportedVersionError,
 )
+from .pool import TransactionalProducerPool
 from .prepared import PreparedTxnState
-from .producer import RecordMetadata, TransactionalProducer
+from .producer import RecordFuture, RecordMetadata, TransactionalProducer
 
 try:
     __version__ = importlib.metadata.version("txnproducer")
@@ -73,6 +78,7 @@ __all__ = [
     "CommitFailedError",
     "ConfigError",
     "ConsumerConfig",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "CorruptRecordError",
     "DeliveryTimeoutError",
@@ -95,6 +101,7 @@ __all__ = [
     "ProduceRejectedError",
     "ProducerConfig",
     "ProducerFencedError",
+    "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
     "RetriableError",
@@ -106,9 +113,11 @@ __all__ = [
     "TopicPartition",
     "TransactionAbortableError",
     "TransactionAbortedError",
+    "TransactionState",
     "TransactionalConsumer",
     "TransactionalIdAuthorizationError",
     "TransactionalProducer",
+    "TransactionalProducerPool",
     "TxnProducerError",
     "UnknownProducerIdError",
     "UnsupportedVersionError",

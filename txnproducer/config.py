@@ -72,9 +72,10 @@ Partitioner = Callable[[str, "bytes | None", "list[int]", "list[int]"], int]
 class ProducerConfig:
     """Validated settings of a :class:`~txnproducer.TransactionalProducer`.
 
-    Every key below may be given in Python spelling (``linger_ms``) or, through
-    :meth:`from_mapping`, in Java spelling (``linger.ms``). Invalid values raise
-    :class:`~txnproducer.errors.ConfigError` naming the key, the value and what is allowed.
+    Durations are milliseconds (``*_ms``), sizes bytes. Every key below may be given in Python
+    spelling (``linger_ms``) or, through :meth:`from_mapping`, in Java spelling (``linger.ms``).
+    Invalid values raise :class:`~txnproducer.errors.ConfigError` naming the key, the value and
+    what is allowed.
 
     =========================================  ==================  ==========================================
     key                                        default             meaning
@@ -107,12 +108,15 @@ class ProducerConfig:
     ``reconnect_backoff_ms``                   ``50``              first wait before reconnecting
     ``reconnect_backoff_max_ms``               ``1000``            cap of the reconnect backoff
     ``socket_connection_setup_timeout_ms``     ``10000``           bound on establishing a connection
-    ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
-    ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``: bytes
+    ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``:
+                                                                   bytes, ``str`` encoded as UTF-8
+    ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``:
+                                                                   bytes, ``str`` encoded as UTF-8
     ``partitioner``                            ``None``            ``(topic, key, all, available) -> int``;
                                                                    ``None``: murmur2 of key / sticky
     ``security_protocol``                      ``PLAINTEXT``       PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-    ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-*, GSSAPI, OAUTHBEARER
+    ``sasl_mechanism``                         ``None``            PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+                                                                   GSSAPI, OAUTHBEARER
     ``sasl_plain_username``                    ``None``            user for PLAIN / SCRAM
     ``sasl_plain_password``                    ``None``            password for PLAIN / SCRAM (secret)
     ``sasl_oauth_token_provider``              ``None``            OAUTHBEARER tokens (``txnproducer.oauth``)
@@ -296,12 +300,14 @@ class ProducerConfig:
     key_serializer: Serializer | None = attrs.field(
         default=None,
         validator=optional_callable,
-        metadata=doc("Turns a key into bytes; None: keys must already be bytes (or None)."),
+        metadata=doc("Turns a key into bytes; None: bytes pass through as they are, a str is encoded as "
+                     "UTF-8, anything else is a SerializationError."),
     )
     value_serializer: Serializer | None = attrs.field(
         default=None,
         validator=optional_callable,
-        metadata=doc("Turns a value into bytes; None: values must already be bytes (or None)."),
+        metadata=doc("Turns a value into bytes; None: bytes pass through as they are, a str is encoded as "
+                     "UTF-8, anything else is a SerializationError."),
     )
     partitioner: Partitioner | None = attrs.field(
         default=None,
@@ -490,6 +496,32 @@ class ProducerConfig:
         if "transactional_id" not in values:
             raise ConfigError("transactional_id (transactional.id) is required, got no value")
         return cls(**values)
+
+    @classmethod
+    def from_arguments(cls, config: ProducerConfig | Mapping[str, Any] | None,
+                       settings: Mapping[str, Any]) -> ProducerConfig:
+        """The settings a producer's constructor was given: a ProducerConfig, a mapping (either
+        spelling, as confluent-kafka's ``Producer({...})`` takes it) or nothing, plus keyword
+        settings, which override a ProducerConfig's and may not repeat a mapping's keys.
+
+        ``TransactionalProducer({"bootstrap.servers": "...", "transactional.id": "tx-1"})`` works as
+        ``TransactionalProducer(bootstrap_servers="...", transactional_id="tx-1")`` does. Raises
+        ConfigError (unknown keys, librdkafka spellings with the setting to use instead, a key given
+        twice, anything else passed as ``config``).
+        """
+        if config is None:
+            return cls.from_mapping(settings)
+        if isinstance(config, ProducerConfig):
+            return config.with_overrides(**settings) if settings else config
+        if isinstance(config, Mapping):
+            twice = sorted(set(config) & set(settings))
+            if twice:
+                raise ConfigError(f"configuration key {twice[0]!r} given twice (in the mapping and as a "
+                                  "keyword argument)")
+            return cls.from_mapping({**config, **settings})
+        raise ConfigError("config must be a ProducerConfig or a mapping of settings (such as "
+                          "{'bootstrap.servers': ..., 'transactional.id': ...}), got "
+                          f"{type(config).__name__}")
 
     def with_overrides(self, **overrides: Any) -> ProducerConfig:
         """A copy with some settings changed (either spelling), validated like a new config.

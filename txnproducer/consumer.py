@@ -262,7 +262,7 @@ class TransactionalConsumer:
 
     def position(self, partition: TopicPartition | tuple[str, int], timeout: float | None = None) -> int:
         """The offset of the next record ``poll()`` returns for ``partition`` (finding it first if
-        needed: committed offset or reset); TimeoutError after ``timeout`` (default
+        needed: committed offset or reset); TimeoutError after ``timeout`` seconds (default
         ``default_api_timeout_ms``)."""
         self._check_open("position")
         state = self._state(partition, "position")
@@ -315,7 +315,8 @@ class TransactionalConsumer:
     ) -> None:
         """Rewind ``partitions`` (default: all assigned) to their committed offsets - what an
         exactly-once loop does after aborting a transaction; a partition without one follows
-        ``auto_offset_reset``. Needs a group member or the ``committed_offsets`` callable."""
+        ``auto_offset_reset``. Needs a group member or the ``committed_offsets`` callable.
+        ``timeout``: seconds, default ``default_api_timeout_ms``."""
         self._check_open("seek_to_committed")
         if self._membership is None and self._committed_offsets is None:
             raise errors.IllegalStateError(

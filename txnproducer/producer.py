@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -35,6 +35,7 @@ from txnproducer import errors
 from txnproducer._internal.accel import SPEEDUPS as _SPEEDUPS
 from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import RecordFuture, RecordMetadata
+from txnproducer._internal.call_warnings import CallWarnings
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.network.client import NetworkClient
@@ -55,6 +56,7 @@ from txnproducer._internal.send_checks import (
 )
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
+from txnproducer._internal.txn.offsets import offsets_from, resolve_group_metadata
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
@@ -77,8 +79,16 @@ _IN_TRANSACTION = State.IN_TRANSACTION
 class TransactionalProducer:
     """Exactly-once producer with the Java client's transactional API (KIP-98, KIP-890 TV2).
 
-    Thread-safe: any number of threads may call :meth:`send`; transactional calls are meant to
-    come from one thread at a time (as in the Java client).
+    Settings: keyword arguments (``linger_ms=5``), a mapping in Java spelling given positionally
+    (``TransactionalProducer({"bootstrap.servers": ..., "transactional.id": ...})``, as
+    confluent-kafka's ``Producer({...})``), or a :class:`~txnproducer.ProducerConfig`. Settings are
+    milliseconds (``*_ms``); every call's ``timeout`` argument is seconds, ``None`` meaning
+    ``max_block_ms``.
+
+    Thread-safe, with the Java client's rule: one transaction at a time, and a :meth:`send` from
+    any thread joins the open transaction; transactional calls are meant to come from one thread
+    at a time. Threads that each need their own transaction use a
+    :class:`~txnproducer.TransactionalProducerPool` (README "Concurrency").
 
     Raises on construction :class:`~txnproducer.errors.ConfigError` for invalid settings.
     Connecting happens in the background; :meth:`init_transactions` waits for it.
@@ -88,13 +98,11 @@ class TransactionalProducer:
     "Observability"; :func:`txnproducer.otel.instrument` does this for every producer).
     """
 
-    def __init__(self, config: ProducerConfig | None = None, *, tracer_provider: Any = None,
-                 meter_provider: Any = None, record_spans: bool | None = None, **settings: Any) -> None:
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, *,
+                 tracer_provider: Any = None, meter_provider: Any = None, record_spans: bool | None = None,
+                 **settings: Any) -> None:
         telemetry = _plan_telemetry(tracer_provider, meter_provider, record_spans)  # None: off
-        if config is None:
-            config = ProducerConfig.from_mapping(settings)
-        elif settings:
-            config = config.with_overrides(**settings)
+        config = ProducerConfig.from_arguments(config, settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
         # send()'s bound on waiting for buffer memory (0: never wait, for txnproducer.aio)
@@ -146,6 +154,8 @@ class TransactionalProducer:
         self._lock = threading.Lock()
         self._pending: dict[str, Any] = {}
         self._closed = False
+        self._call_warnings = CallWarnings(self._log, max(
+            config.max_block_ms, config.delivery_timeout_ms, config.transaction_timeout_ms))
         # send()'s common case compiled (txnproducer._internal.accel): it returns None, having
         # changed nothing, for every case it does not take, and send() below goes on as without it
         self._fast_send: SendPath | None = None
@@ -186,7 +196,7 @@ class TransactionalProducer:
 
     @property
     def state(self) -> Any:
-        """The transaction manager's state (``txnproducer._internal.txn.state.State``)."""
+        """The transaction manager's state, a :class:`~txnproducer.TransactionState`."""
         return self._tm.state
 
     @property
@@ -219,11 +229,16 @@ class TransactionalProducer:
             raise errors.ClosedError(f"{call}(): the producer's network thread stopped: "
                                      f"{self._sender.crashed!r}")
 
-    def _bound(self, timeout: float | None) -> tuple[float, str]:
+    def _bound(self, timeout: float | None, *, plausible: bool = True) -> tuple[float, str]:
+        """(seconds, name of the bound) for a call's ``timeout`` argument (seconds; None:
+        ``max_block_ms``). ConfigError for a negative one; with ``plausible``, one that is almost
+        certainly milliseconds is logged (close() does not ask: closing is not the place)."""
         if timeout is None:
             return self._max_block_s, "max_block_ms"
         if timeout < 0:
             raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        if plausible:
+            self._call_warnings.timeout(timeout)
         return float(timeout), "timeout"
 
     def _await(self, op: str, start: Callable[[], Any], timeout: float | None,
@@ -265,7 +280,8 @@ class TransactionalProducer:
 
     def init_transactions(self, timeout: float | None = None, keep_prepared_txn: bool = False) -> None:
         """Register the transactional id with its coordinator, fencing older instances and
-        aborting (or completing) any transaction they left open.
+        aborting (or completing) any transaction they left open. ``timeout``: seconds, default
+        ``max_block_ms``.
 
         Raises TimeoutError (cluster unreachable or coordinator busy within the bound; call
         again to keep waiting), FatalError subclasses (fenced, not authorized, unsupported),
@@ -300,46 +316,46 @@ class TransactionalProducer:
 
     def send_offsets_to_transaction(
         self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-        group_metadata: ConsumerGroupMetadata | str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | Iterable[Any],
+        group_metadata: Any,
         timeout: float | None = None,
     ) -> None:
         """Commit consumed ``offsets`` for ``group_metadata``'s group as part of this transaction.
 
-        ``group_metadata`` is ``KafkaConsumer.group_metadata()`` (enables KIP-447 fencing of
-        zombie consumers) or a bare group id. Offsets are the *next* offsets to consume.
+        ``offsets``: the *next* offsets to consume, as ``{TopicPartition: offset or
+        OffsetAndMetadata}`` or a list of confluent-kafka ``TopicPartition`` with offsets set
+        (``consumer.position(consumer.assignment())``; their logical offsets such as
+        ``OFFSET_INVALID`` are skipped, as confluent-kafka does). ``group_metadata``: the consumer's
+        group membership, so that the group coordinator fences a zombie consumer (KIP-447) - the
+        consumer itself (kafka-python's ``KafkaConsumer``, confluent-kafka's ``Consumer``), its
+        ``group_metadata()`` (any object with ``group_id``, ``generation_id``, ``member_id`` and
+        ``group_instance_id``), or confluent-kafka's ``consumer.consumer_group_metadata()``. A bare
+        group id string still works but cannot fence zombies: deprecated, as in the Java client
+        (a warning, once per producer). ``timeout``: seconds, default ``max_block_ms``.
+
         Raises CommitFailedError (group rebalanced: abort and reprocess), other AbortableError,
-        FatalError, IllegalStateError, TimeoutError, ClosedError.
+        FatalError, IllegalStateError, TimeoutError, ConfigError (a shape not listed above),
+        ClosedError.
         """
         self._check_open("send_offsets_to_transaction")
         converted, gm = self._offsets_args(offsets, group_metadata)
         self._await("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm), timeout)
 
-    @staticmethod
-    def _offsets_args(offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-                      group_metadata: ConsumerGroupMetadata | str
+    def _offsets_args(self, offsets: Any, group_metadata: Any
                       ) -> tuple[dict[TopicPartition, OffsetAndMetadata], ConsumerGroupMetadata]:
         """send_offsets_to_transaction()'s arguments checked (ConfigError) and converted."""
-        if isinstance(group_metadata, str):
-            group_metadata = ConsumerGroupMetadata(group_id=group_metadata)
-        elif not isinstance(group_metadata, ConsumerGroupMetadata) or not group_metadata.group_id:
-            raise errors.ConfigError(
-                "group_metadata must be a group id string or KafkaConsumer.group_metadata() with a "
-                f"group_id, got {group_metadata!r}")
-        converted: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, offset in offsets.items():
-            if not isinstance(tp, tuple) or len(tp) != 2:
-                raise errors.ConfigError(f"offsets keys must be TopicPartition, got {tp!r}")
-            if isinstance(offset, int) and not isinstance(offset, bool):
-                offset = OffsetAndMetadata(offset, "", -1)
-            if not isinstance(offset, OffsetAndMetadata) or offset.offset < 0:
-                raise errors.ConfigError(
-                    f"offsets values must be OffsetAndMetadata or int >= 0, got {offset!r} for {tp!r}")
-            converted[TopicPartition(tp[0], tp[1])] = offset
-        return converted, group_metadata
+        resolved = resolve_group_metadata(group_metadata)
+        if isinstance(resolved, str):
+            self._call_warnings.bare_group_id(resolved, self._caller_stacklevel)
+            resolved = ConsumerGroupMetadata(group_id=resolved)
+        return offsets_from(offsets), resolved
+
+    #: how many frames up from _offsets_args() the application's call is (a warning points there)
+    _caller_stacklevel = 3
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush every record of the transaction, then commit it atomically.
+        """Flush every record of the transaction, then commit it atomically. ``timeout``:
+        seconds, default ``max_block_ms`` (a value that can only be milliseconds is logged).
 
         Raises AbortableError subclasses (call :meth:`abort_transaction`), FatalError
         subclasses (close the producer), IllegalStateError, TimeoutError (call again to keep
@@ -350,7 +366,8 @@ class TransactionalProducer:
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the open transaction: queued records fail with TransactionAbortedError and
-        nothing sent in it becomes visible to read_committed consumers.
+        nothing sent in it becomes visible to read_committed consumers. ``timeout``: seconds,
+        default ``max_block_ms``.
 
         Raises FatalError subclasses, IllegalStateError, TimeoutError (call again to keep
         waiting), ClosedError.
@@ -361,7 +378,8 @@ class TransactionalProducer:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[TransactionalProducer]:
         """``with producer.transaction():`` begins; commits on success; on an exception (or a
-        commit that failed with an abortable error) aborts and re-raises."""
+        commit that failed with an abortable error) aborts and re-raises. Bounds: as
+        :meth:`commit_transaction` / :meth:`abort_transaction` (``max_block_ms`` each)."""
         self.begin_transaction()
         try:
             yield self
@@ -383,8 +401,9 @@ class TransactionalProducer:
         with :meth:`complete_transaction`. The transaction must be completed within
         ``transaction_timeout_ms`` of its first record unless ``enable_2pc`` is on (KIP-939),
         otherwise the coordinator aborts it and completing raises PreparedTransactionLostError.
-        Raises AbortableError (a record failed: abort), FatalError, IllegalStateError,
-        TimeoutError (flush bound), ClosedError.
+        ``timeout``: seconds for the flush, default as :meth:`flush`. Raises AbortableError (a
+        record failed: abort), FatalError, IllegalStateError, TimeoutError (flush bound),
+        ClosedError.
         """
         self._check_open("prepare_transaction")
         self._tm.fail_if_not_ready_for_send("prepare_transaction")
@@ -402,7 +421,7 @@ class TransactionalProducer:
         KIP-939; ``init_transactions()`` would abort the transaction). A second commit of a
         committed transaction succeeds. Raises PreparedTransactionLostError (the coordinator
         already aborted it: its records are lost), IllegalStateError, FatalError, TimeoutError
-        (call again to keep waiting), ClosedError.
+        (call again to keep waiting), ClosedError. ``timeout``: seconds, default ``max_block_ms``.
         """
         self._check_open("complete_transaction")
         bound, name = self._bound(timeout)
@@ -534,12 +553,12 @@ class TransactionalProducer:
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each is acknowledged or failed.
 
-        ``timeout=None`` waits as long as records can still be delivered (about
+        ``timeout``: seconds; ``None`` waits as long as records can still be delivered (about
         ``delivery_timeout_ms``). Raises TimeoutError, ClosedError.
         """
         self._check_open("flush")
-        if timeout is not None and timeout < 0:  # before the flush starts: nothing to undo
-            raise errors.ConfigError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        if timeout is not None:  # checked before the flush starts: nothing to undo
+            self._bound(timeout)
         self._acc.begin_flush()
         self._net.wakeup()
         self._acc.await_flush_completion(timeout)
@@ -554,7 +573,8 @@ class TransactionalProducer:
         return self._net.wait_for_topic(topic, self._max_block_s)
 
     def metrics(self) -> dict[str, float]:
-        """Totals mirroring the Java client's producer and transaction metrics."""
+        """Totals mirroring the Java client's producer and transaction metrics: times in
+        nanoseconds (``txn_commit_time_ns_total``, ...), sizes in bytes, the rest counts."""
         snap = self._metrics.snapshot()
         snap["buffer_total_bytes"] = float(self._config.buffer_memory)
         snap["buffer_available_bytes"] = float(self._config.buffer_memory - self._acc.used_memory)
@@ -566,16 +586,18 @@ class TransactionalProducer:
         """Send queued records, abort an open transaction, and stop (idempotent).
 
         Waits at most ``timeout`` seconds (default ``max_block_ms``); after that, queued records
-        fail with ClosedError and connections are dropped. ``close(0)`` closes at once.
+        fail with ClosedError and connections are dropped. ``close(0)`` closes at once (without a
+        warning: it was asked for).
         """
-        bound, _ = self._bound(timeout)
+        bound, _ = self._bound(timeout, plausible=False)
         if not self._begin_close(bound):
             return
         if threading.current_thread() is self._sender:
             return  # called from a callback: the Sender finishes closing after it returns
         self._sender.join(bound)
         if self._sender.is_alive():
-            self._log.warning("txn.close_forced", timeout_s=bound)
+            # close(0) asked for it: not worth a warning
+            (self._log.debug if bound == 0 else self._log.warning)("txn.close_forced", timeout_s=bound)
             self._sender.initiate_close(force=True)
             self._sender.join(max(5.0, self._config.request_timeout_ms / 1000))
 

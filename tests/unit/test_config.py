@@ -116,6 +116,65 @@ def test_same_key_in_both_spellings_is_rejected() -> None:
         ProducerConfig.from_mapping({"transactional.id": "x", "linger.ms": 5, "linger_ms": 6})
 
 
+# --- what a confluent-kafka user writes ----------------------------------------------------------------
+
+
+def test_a_mapping_given_positionally_is_read_as_from_mapping_would() -> None:
+    mapping = {"bootstrap.servers": "h:9092", "transactional.id": "tx-1", "linger.ms": 7, "acks": "all"}
+    assert ProducerConfig.from_arguments(mapping, {}) == ProducerConfig.from_mapping(mapping)
+    assert ProducerConfig.from_arguments(mapping, {"batch_size": 10}).batch_size == 10
+    bare = ProducerConfig.from_arguments(None, {"transactional_id": "t"})
+    assert bare == ProducerConfig(transactional_id="t")
+    config = make()
+    assert ProducerConfig.from_arguments(config, {}) is config
+    assert ProducerConfig.from_arguments(config, {"linger_ms": 9}).linger_ms == 9
+
+
+def test_a_key_in_the_mapping_and_as_a_keyword_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"'linger\.ms' given twice"):
+        ProducerConfig.from_arguments({"transactional.id": "t", "linger.ms": 1}, {"linger.ms": 2})
+    with pytest.raises(ConfigError, match="given twice"):
+        ProducerConfig.from_arguments({"transactional.id": "t", "linger.ms": 1}, {"linger_ms": 2})
+
+
+def test_something_else_than_a_config_or_a_mapping_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"must be a ProducerConfig or a mapping of settings.*got list"):
+        ProducerConfig.from_arguments([("transactional.id", "t")], {})  # type: ignore[arg-type]
+
+
+def test_librdkafka_spellings_are_named_with_their_replacement_all_at_once() -> None:
+    mapping = {"transactional.id": "t", "metadata.broker.list": "h:1", "queue.buffering.max.kbytes": 1024,
+               "compression.codec": "gzip", "on_delivery": print, "batch.num.messages": 10}
+    with pytest.raises(ConfigError) as err:
+        ProducerConfig.from_mapping(mapping)
+    message = str(err.value)
+    assert message.startswith("5 settings in confluent-kafka's (librdkafka's) spelling")
+    for expected in ("'metadata.broker.list' -> 'bootstrap.servers' (bootstrap_servers)",
+                     "'queue.buffering.max.kbytes' -> 'buffer.memory' (buffer_memory), in bytes here",
+                     "'compression.codec' -> 'compression.type'",
+                     "'on_delivery' has no equivalent here: per record",
+                     "fn(metadata, exception)",
+                     "'batch.num.messages' has no equivalent here: batches are bounded in bytes"):
+        assert expected in message
+
+
+def test_keys_both_clients_spell_alike_are_accepted_with_librdkafka_values() -> None:
+    config = ProducerConfig.from_mapping({
+        "bootstrap.servers": "h:9092", "transactional.id": "t", "client.id": "c", "linger.ms": "2",
+        "batch.size": 1000, "acks": -1, "enable.idempotence": "true", "transaction.timeout.ms": 30000,
+        "security.protocol": "plaintext", "retries": 5, "ssl.endpoint.identification.algorithm": "none"})
+    assert (config.linger_ms, config.batch_size, config.acks, config.security_protocol) == \
+        (2, 1000, "all", "PLAINTEXT")
+    assert config.ssl_check_hostname is False  # librdkafka's 'none' means off, as Java's ''
+
+
+def test_a_librdkafka_partitioner_name_says_what_partitions_here() -> None:
+    with pytest.raises(ConfigError, match=r"'murmur2_random' is a librdkafka partitioner name.*murmur2"):
+        ProducerConfig.from_mapping({"transactional.id": "t", "partitioner": "murmur2_random"})
+    with pytest.raises(ConfigError, match="must be a callable"):
+        ProducerConfig.from_mapping({"transactional.id": "t", "partitioner.class": "com.x.MyPartitioner"})
+
+
 def test_from_mapping_requires_transactional_id() -> None:
     with pytest.raises(ConfigError, match="transactional_id"):
         ProducerConfig.from_mapping({"linger.ms": 5})

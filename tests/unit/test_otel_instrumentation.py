@@ -43,7 +43,7 @@ def test_off_by_default_imports_nothing_and_keeps_the_compiled_send_path() -> No
         try:
             assert p._telemetry is None
             assert p._tm.observer is None
-            assert p._sender.on_coordinator_request is None and p._sender.on_batch_retry is None
+            assert p._sender.telemetry is None
             if accel.PATH == "compiled":
                 assert type(p.send).__name__ == "SendPath", type(p.send)
             assert not [m for m in sys.modules if m.startswith("opentelemetry")], "imported opentelemetry"
@@ -60,7 +60,7 @@ def test_a_tracer_provider_wires_every_hook(telemetry: Telemetry) -> None:
     try:
         assert p._telemetry is not None
         assert p._tm.observer is p._telemetry.transactions
-        assert p._sender.on_coordinator_request is not None and p._sender.on_batch_retry is not None
+        assert p._sender.telemetry is not None
         assert p.send is p._telemetry.traced_send  # sends take the Python path, with trace context
     finally:
         p.close(0)
@@ -70,7 +70,7 @@ def test_a_meter_provider_alone_adds_nothing_per_record(telemetry: Telemetry) ->
     p = _producer(meter_provider=telemetry.meter_provider)
     try:
         assert p._telemetry is not None and p._telemetry.traced_send is None
-        assert p._sender.on_coordinator_request is None  # no spans: only the state changes are watched
+        assert p._sender.telemetry is None  # no spans: only the state changes are watched
         if accel.PATH == "compiled":
             assert type(p.send).__name__ == "SendPath"
         # its totals are reported while it lives

@@ -10,6 +10,10 @@ What the room holds, by concern (each a package whose docstring says more):
 * ``sender.py`` - the Sender thread that moves batches and requests between the three above.
 * ``partitioner.py`` - which partition a record goes to (murmur2 of the key; KIP-794 without one).
 * ``log.py``, ``metrics.py``, ``config_checks.py`` - leaves every room may use.
+* ``call_warnings.py`` - calls that work but are almost certainly a mistake (a timeout in
+  milliseconds, a bare group id): a WARNING once per producer.
+* ``config_names.py``, ``librdkafka_names.py`` - the spellings of settings: Python, Java, and
+  confluent-kafka's (librdkafka's), which are refused naming the setting to use instead.
 * ``listeners.py`` - one-shot callbacks fired where a Condition is notified, for callers that
   must not block (``txnproducer.aio``); a leaf the network, batching and the Sender use.
 

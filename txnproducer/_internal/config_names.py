@@ -5,7 +5,10 @@ starting point, and its security section is the part least likely to carry over 
 JAAS line). "unknown configuration key" would leave the user guessing; each entry here says which
 setting does the job in Python. The value is never echoed: these keys hold passwords.
 
-May import: errors.
+librdkafka's (confluent-kafka's) own spellings are refused the same way, all of a mapping's at once
+(:mod:`.librdkafka_names`).
+
+May import: errors, _internal.librdkafka_names.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from txnproducer._internal.librdkafka_names import LIBRDKAFKA_PARTITIONERS, librdkafka_advice
 from txnproducer.errors import ConfigError
 
 __all__ = ["SECRET_KEYS", "coerce_text", "java_value", "normalize_keys", "redacted", "refused_java_key"]
@@ -72,12 +76,22 @@ def refused_java_key(key: str) -> str | None:
 def java_value(key: str, raw_key: str, value: Any) -> Any:
     """Translate a Java-only value convention to the Python setting's (only where they differ)."""
     if raw_key == "ssl.endpoint.identification.algorithm":
-        if value is None or (isinstance(value, str) and value.strip() == ""):
+        # '' is Java's "off", 'none' librdkafka's
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
             return False
         if isinstance(value, str) and value.strip().lower() == "https":
             return True
         raise ConfigError(
             f"ssl.endpoint.identification.algorithm must be 'https' or '' (off), got {value!r}")
+    if key == "partitioner" and isinstance(value, str):
+        if value in LIBRDKAFKA_PARTITIONERS:
+            raise ConfigError(
+                f"partitioner {value!r} is a librdkafka partitioner name; here keyed records are hashed "
+                "with murmur2 as the Java client does (librdkafka's 'murmur2_random') and keyless ones "
+                "stick to a partition (KIP-794): leave partitioner unset, or pass a callable "
+                "(topic, key bytes, all partitions, available partitions) -> partition")
+        raise ConfigError(f"partitioner must be a callable, got the string {value!r} (Java class names "
+                          "are not loaded: pass a Python callable)")
     return value
 
 
@@ -88,6 +102,12 @@ def normalize_keys(cls: Any, mapping: Mapping[str, Any]) -> dict[str, Any]:
     back to the default is the kind of bug that only shows up under load.
     """
     aliases = _aliases(cls)
+    renamed = [advice for key in mapping if isinstance(key, str) and key not in aliases
+               and (advice := librdkafka_advice(key, aliases)) is not None]
+    if renamed:  # a configuration written for confluent-kafka: every key to change, in one message
+        count = "1 setting" if len(renamed) == 1 else f"{len(renamed)} settings"
+        raise ConfigError(f"{count} in confluent-kafka's (librdkafka's) spelling; this client takes the Java "
+                          "client's names (docs/migration-from-confluent-kafka.md): " + "; ".join(renamed))
     out: dict[str, Any] = {}
     given_as: dict[str, str] = {}
     for raw_key, value in mapping.items():

@@ -47,6 +47,7 @@ from txnproducer._internal.protocol.error_codes import (
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
+from txnproducer._internal.txn.error_policy import as_abortable_produce_error
 from txnproducer.config import ProducerConfig
 
 __all__ = ["Sender", "produce_error"]
@@ -129,10 +130,7 @@ class Sender(threading.Thread):
         self.crashed: BaseException | None = None
         # called once if the thread dies (the producer's compiled send path stops taking records)
         self.on_crash: Callable[[], None] | None = None
-        # tracing (txnproducer.otel), else None: told each coordinator request as it goes out (its
-        # callbacks on the future run before the handler's) and each batch sent again; never per record
-        self.on_coordinator_request: Callable[[Any, int, Any], None] | None = None
-        self.on_batch_retry: Callable[[ProducerBatch, int], None] | None = None
+        self.telemetry: Any = None  # tracing (otel/_attach.py): coordinator requests, batch resends
         self.stopped = False  # True once the thread has closed everything and is about to end
         # fired when the transaction version becomes known and when the thread stops: what
         # callers that must not block wait on instead of ``_cond``
@@ -361,8 +359,8 @@ class Sender(threading.Thread):
         tm.in_flight_started(handler)
         self._overdue.coordinator_request_sent(handler, node, time.monotonic())
         self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
-        if self.on_coordinator_request is not None:
-            self.on_coordinator_request(handler, node, future)
+        if self.telemetry is not None:  # its callbacks on the future run before the handler's
+            self.telemetry.coordinator_request(handler, node, future)
         future.add_callback(handler.handle_response)
         future.add_errback(handler.fail)
         return True
@@ -539,8 +537,8 @@ class Sender(threading.Thread):
                 self._net.request_metadata_update()
             if self._metrics is not None:
                 self._metrics.record_retry(batch.record_count)
-            if self.on_batch_retry is not None:
-                self.on_batch_retry(batch, code)
+            if self.telemetry is not None:
+                self.telemetry.batch_retry(batch, code)
             self._event("debug", "txn.batch_retry", topic=batch.tp.topic, partition=batch.tp.partition,
                             error_code=code, base_sequence=batch.base_sequence)
             # to a leader a KIP-951 hint just named: at once (Java skips the backoff when the
@@ -548,6 +546,8 @@ class Sender(threading.Thread):
             self._acc.reenqueue(batch, backoff=not leader_moved)
             return
         exc: BaseException = produce_error(code, message)
+        if code == ec.INVALID_PRODUCER_EPOCH:  # the record's future says why, as the commit does
+            exc = as_abortable_produce_error(exc, code, batch.tp)
         if not within_time:
             exc = errors.DeliveryTimeoutError(
                 f"batch for {batch.tp.topic}-{batch.tp.partition} not acknowledged within "

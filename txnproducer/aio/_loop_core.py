@@ -17,16 +17,15 @@ facade is written against.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafka.util import ensure_valid_topic_name
 
 from txnproducer import errors
 from txnproducer._internal.batching.batch import ProducerBatch, RecordFuture
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.txn.result import TransactionalRequestResult
+from txnproducer._internal.txn.state import TRANSACTION_OPEN, State
 from txnproducer.config import ProducerConfig
 from txnproducer.producer import HeadersArg, TransactionalProducer
 
@@ -48,6 +47,7 @@ class BufferFull(Exception):  # a signal to the facade, never seen by users
 class LoopCore(TransactionalProducer):
     """A TransactionalProducer whose calls never wait (see the module docstring)."""
 
+    _caller_stacklevel = 4  # the async facade's call is one frame more
     #: what send() raises to mean "await, then call again", not a failed send (tracing drops its span)
     send_retry_signals = (MetadataNeeded, BufferFull)
 
@@ -130,10 +130,19 @@ class LoopCore(TransactionalProducer):
     def start_abort(self) -> TransactionalRequestResult:
         return self._start_op("abort", self._tm.begin_abort)
 
-    def start_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
-                      group_metadata: ConsumerGroupMetadata | str) -> TransactionalRequestResult:
+    def start_offsets(self, offsets: Any, group_metadata: Any) -> TransactionalRequestResult:
         converted, gm = self._offsets_args(offsets, group_metadata)
         return self._start_op("offsets", lambda: self._tm.send_offsets_to_transaction(converted, gm))
+
+    @property
+    def transaction_open(self) -> bool:
+        """Whether a transaction is open: begun, and not yet committed, aborted or failed fatally."""
+        return self._tm.state in TRANSACTION_OPEN
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the open transaction can take records (IN_TRANSACTION: no commit or abort yet)."""
+        return self._tm.state is State.IN_TRANSACTION
 
     def pending(self, op: str) -> TransactionalRequestResult | None:
         """The result of ``op`` (``"commit"``, ``"abort"``, ...) nobody has seen complete yet."""
@@ -147,9 +156,10 @@ class LoopCore(TransactionalProducer):
     def check_open(self, call: str) -> None:
         self._check_open(call)
 
-    def bound(self, timeout: float | None) -> tuple[float, str]:
-        """(seconds, name of the bound) for a call's ``timeout`` argument (ConfigError if < 0)."""
-        return self._bound(timeout)
+    def bound(self, timeout: float | None, *, plausible: bool = True) -> tuple[float, str]:
+        """(seconds, name of the bound) for a call's ``timeout`` argument (ConfigError if < 0, or
+        ``plausible`` and almost certainly milliseconds)."""
+        return self._bound(timeout, plausible=plausible)
 
     def serialize(self, serializer: Any, data: Any, what: str, topic: str) -> Any:
         return self._serialize(serializer, data, what, topic)

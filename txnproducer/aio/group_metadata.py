@@ -54,19 +54,11 @@ def aiokafka_group_metadata(consumer: Any) -> ConsumerGroupMetadata:
                                  instance if isinstance(instance, str) else None)
 
 
-def as_group_metadata(value: Any) -> ConsumerGroupMetadata | str:
-    """What ``send_offsets_to_transaction`` accepts: a group id, ConsumerGroupMetadata (any
-    consumer's ``group_metadata()``), or an aiokafka consumer, read with
-    :func:`aiokafka_group_metadata`."""
-    if isinstance(value, (str, ConsumerGroupMetadata)):
-        return value
+def as_group_metadata(value: Any) -> Any:
+    """What ``send_offsets_to_transaction`` accepts: an aiokafka consumer, read now with
+    :func:`aiokafka_group_metadata`; every other shape is the sync producer's (a consumer's group
+    metadata, the consumer itself, confluent-kafka's serialized metadata, a group id), which the
+    core checks."""
     if hasattr(value, "_coordinator") and hasattr(value, "_group_id"):
         return aiokafka_group_metadata(value)
-    group_metadata = getattr(value, "group_metadata", None)
-    if callable(group_metadata):  # kafka-python's KafkaConsumer, used from asyncio
-        result = group_metadata()
-        if isinstance(result, ConsumerGroupMetadata):
-            return result
-    raise errors.ConfigError(
-        "group_metadata must be a group id string, ConsumerGroupMetadata, or an aiokafka "
-        f"AIOKafkaConsumer with a group_id, got {value!r}")
+    return value

@@ -131,7 +131,7 @@ class TransactionalProcessor:
     thread. The consumer and producer are created by the first :meth:`run` (or :meth:`start`);
     ``consumer_factory(**kwargs)`` / ``producer_factory(config)`` replace kafka-python's
     ``KafkaConsumer`` / :class:`~txnproducer.TransactionalProducer` (for tests with fakes).
-    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (:mod:`.tracing`).
+    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (README "Observability").
     """
 
     def __init__(

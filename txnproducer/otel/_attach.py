@@ -2,7 +2,7 @@
 
 Why the producer calls one function here and nothing else: what tracing needs of the producer's
 machinery is four small hooks - the transaction manager's state changes (``observer``), the Sender's
-coordinator requests and produce retries (``on_coordinator_request``, ``on_batch_retry``), and the
+coordinator requests and produce retries (``telemetry``: :class:`_SenderHooks`), and the
 producer's own ``send`` (an instance attribute, as the compiled send path is) - plus one call when a
 transactional call starts. :func:`plan` decides (first thing in the producer's constructor, so that a
 wrong argument fails before anything is built) and :meth:`Plan.attach` installs them (last thing), only
@@ -78,12 +78,21 @@ class Plan:
                                 cluster=cluster, attributes=attributes, record_spans=self.record_spans,
                                 retry_signals=tuple(getattr(type(producer), "send_retry_signals", ())))
             producer.__dict__["send"] = traced  # as the compiled path is put there: no frame in between
-            sender.on_coordinator_request = transactions.coordinator_request
-            sender.on_batch_retry = traced.batch_retry
+            sender.telemetry = _SenderHooks(transactions, traced)
         transaction_manager.observer = transactions
         telemetry = ProducerTelemetry(transactions, traced, instruments, registration)
         _when_stopped(sender, telemetry.closed)
         return telemetry
+
+
+class _SenderHooks:
+    """What the Sender calls (``sender.telemetry``), on its thread, never per record: each coordinator request
+    as it goes out (before the handler's callbacks are added to ``future``, so ours see the answer first),
+    and each produce batch it sends again."""
+
+    def __init__(self, transactions: Any, traced: Any) -> None:
+        self.coordinator_request = transactions.coordinator_request
+        self.batch_retry = traced.batch_retry
 
 
 def plan(tracer_provider: Any, meter_provider: Any, record_spans: bool | None) -> Plan | None:

@@ -83,7 +83,7 @@ def process_span(tracer: Any, record: Any, *, group_id: str | None = None,
     """A current ``process {topic}`` span (CONSUMER kind) for one input record, a child of the context
     the record was produced in, with the messaging conventions' attributes (topic, partition, offset,
     consumer group). Records without a ``traceparent`` start a new trace. An exception inside is recorded
-    by its type only (:mod:`txnproducer.otel.spans`)."""
+    by its type only (``txnproducer.otel.spans``)."""
     attributes: dict[str, Any] = {
         names.MESSAGING_SYSTEM: names.MESSAGING_SYSTEM_KAFKA,
         names.MESSAGING_OPERATION_NAME: names.OPERATION_PROCESS,

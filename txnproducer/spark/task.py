@@ -67,7 +67,7 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 class TxnKafkaCommitMessage(WriterCommitMessage):
     """What a task reports to the driver: its prepared transaction (JSON; None when the attempt
     was superseded and wrote nothing), how many rows it holds, and who wrote it; ``trace_context``: the
-    W3C traceparent of the attempt's span when the sink is traced (:mod:`txnproducer.spark.tracing`)."""
+    W3C traceparent of the attempt's span when the sink is traced (``txnproducer.spark.tracing``)."""
 
     state_json: str | None
     records: int

@@ -126,7 +126,7 @@ class RecordFuture:
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """Block until the record is acknowledged; raise its delivery error or TimeoutError.
 
-        ``timeout=None`` waits as long as the record can still be delivered
+        ``timeout``: seconds; ``None`` waits as long as the record can still be delivered
         (``delivery_timeout_ms`` plus one request timeout).
         """
         self._wait(timeout)

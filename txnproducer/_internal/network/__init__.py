@@ -6,7 +6,8 @@ for a topic), :class:`~.connection.DirectConnection` (the Sender's own plaintext
 :class:`~.selector.QuietMissSelector` (one poll for both kinds of socket),
 :class:`~.api_versions.BrokerFeatures` (what ApiVersions told us), and the secured-cluster pieces:
 :mod:`~.secured` (kafka-python's connection manager, made to report TLS/SASL failures),
-:mod:`~.auth_failures` (what a failed connection means), :mod:`~.tls_context` (the TLS context,
+:mod:`~.auth_failures` (what a failed connection means), :mod:`~.failure_log` (a WARNING, rate-limited,
+for each broker that cannot be reached), :mod:`~.tls_context` (the TLS context,
 built once), :mod:`~.oauth_tokens` (the OAUTHBEARER token cache) and :mod:`~.redaction` (no
 credentials in kafka-python's DEBUG lines).
 

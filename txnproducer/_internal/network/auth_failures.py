@@ -290,4 +290,5 @@ def _short(exc: BaseException) -> str:
     text = str(exc)
     if not text and exc.__cause__ is not None:
         text = str(exc.__cause__)
-    return f"{type(exc).__name__}: {text or 'no details'}"[:300]
+    name = type(exc).__name__
+    return (text if text.startswith(name) else f"{name}: {text or 'no details'}")[:300]

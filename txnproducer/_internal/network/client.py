@@ -34,6 +34,7 @@ from txnproducer._internal.network.api_versions import BrokerFeatures, features_
 from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.direct_connections import DirectConnections
+from txnproducer._internal.network.failure_log import ConnectionFailureLog
 from txnproducer._internal.network.lean_poll import lean_poll
 from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
 from txnproducer._internal.network.redaction import install_secret_filter
@@ -70,6 +71,7 @@ class NetworkClient:
         # fired with every notify of ``_cond``: what callers that must not block wait on instead
         self.changed = Listeners()
         self._diagnosis = ConnectionDiagnosis(config)
+        self._failures = ConnectionFailureLog(get_logger("txnproducer.network"))
         self._auth_error: errors.AuthenticationError | None = None
         self._token_cache: TokenCache | None = None
         self._client = client if client is not None else self._kafka_client(config)
@@ -82,7 +84,7 @@ class NetworkClient:
         self._direct = DirectConnections(
             config, self._client._net._selector, broker_address=self.cluster.broker_metadata,
             api_versions_request=self._api_versions_request, on_ready=self._direct_ready,
-            on_close=self._direct_closed)
+            on_close=self._direct_closed, failures=self._failures)
         self._manager = self._client._manager
         self._topics_to_add: set[str] = set()
         # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
@@ -114,8 +116,7 @@ class NetworkClient:
             self._token_cache = TokenCache(as_token_source(config.sasl_oauth_token_provider), name)
             kwargs["sasl_oauth_token_provider"] = self._token_cache
         net = NetworkSelector(selector=QuietMissSelector, **kwargs)
-        manager = SecuredConnectionManager(net, self._connection_failed, self._diagnosis.connected,
-                                           **kwargs)
+        manager = SecuredConnectionManager(net, self._connection_failed, self._connection_ok, **kwargs)
         return KafkaNetClient(net=net, manager=manager)
 
     def _connection_failed(self, node: Any, broker: Any, exc: BaseException) -> None:
@@ -123,7 +124,8 @@ class NetworkClient:
         every wait at once; anything else is kept for the message of a call that times out."""
         verdict = self._diagnosis.failed(node, broker, exc)
         if verdict is None:
-            self._log.debug("txn.connection_failed", node=node, error=f"{type(exc).__name__}: {exc}")
+            address = f"{broker.host}:{broker.port}" if broker is not None else str(node)
+            self._failures.failed(node, address, _cause(exc))
             return
         with self._cond:
             first = self._auth_error is None
@@ -132,6 +134,10 @@ class NetworkClient:
             self._notify()
         if first:
             self._log.error("txn.authentication_failed", node=node, error=str(verdict))
+
+    def _connection_ok(self, node: Any) -> None:
+        self._diagnosis.connected(node)
+        self._failures.connected(node)
 
     @property
     def auth_error(self) -> errors.AuthenticationError | None:
@@ -464,6 +470,7 @@ class NetworkClient:
     def _direct_ready(self, conn: DirectConnection, response: Any) -> None:
         """A connection's ApiVersions answer: what that broker speaks (and, v3+, the cluster's
         features, kept if they are at least as new as those we have)."""
+        self._failures.connected(conn.node_id)
         with self._cond:
             if getattr(response, "finalized_features_epoch", None) is not None:
                 self._adopt_features(features_from(response))
@@ -547,3 +554,10 @@ class NetworkClient:
             self._token_cache.close()
         with contextlib.suppress(Exception):  # closing must not raise; the sockets go either way
             self._client.close()
+
+
+def _cause(exc: BaseException) -> str:
+    """kafka-python's connection error as a user reads it: ``KafkaConnectionError: 111 ECONNREFUSED``."""
+    text = str(exc) or str(exc.__cause__ or "") or "no details"
+    name = type(exc).__name__
+    return text if text.startswith(name) else f"{name}: {text}"

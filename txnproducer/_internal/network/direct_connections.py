@@ -22,6 +22,7 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.future import Future
 
+from txnproducer._internal.network.failure_log import ConnectionFailureLog
 from txnproducer._internal.network.settings import ConnectionSettings
 
 from .connection import DirectConnection
@@ -35,17 +36,19 @@ class DirectConnections:
     def __init__(self, config: ConnectionSettings, selector: Any, *, broker_address: Callable[[Any], Any],
                  api_versions_request: Callable[[int], Any],
                  on_ready: Callable[[DirectConnection, Any], None],
-                 on_close: Callable[[], None]) -> None:
+                 on_close: Callable[[], None], failures: ConnectionFailureLog | None = None) -> None:
         """``selector`` is kafka-python's (our sockets share it: :mod:`.selector`);
         ``broker_address(node)`` the broker's metadata (``host``, ``port``) or None;
         ``on_ready(conn, api_versions_answer)`` is told each connection's ApiVersions answer and
-        ``on_close()`` each closed connection (the broker may have moved: refresh metadata)."""
+        ``on_close()`` each closed connection (the broker may have moved: refresh metadata);
+        ``failures`` is told each failed connection attempt (a WARNING, rate-limited)."""
         self._config = config
         self._selector = selector
         self._broker_address = broker_address
         self._api_versions_request = api_versions_request
         self._on_ready = on_ready
         self._on_close = on_close
+        self._failures = failures
         self._conns: dict[Any, DirectConnection] = {}
         self._reconnect: dict[Any, tuple[int, float]] = {}  # node -> (failures in a row, not before)
         self._max_in_flight = config.max_in_flight_requests_per_connection
@@ -138,6 +141,8 @@ class DirectConnections:
         if self._conns.get(node) is conn:
             del self._conns[node]
         failures = 0 if was_ready else self._reconnect.get(node, (0, 0.0))[0] + 1
+        if not was_ready and self._failures is not None:
+            self._failures.failed(node, f"{conn.host}:{conn.port}", str(conn.error))
         config = self._config
         backoff_ms = min(config.reconnect_backoff_max_ms,
                          config.reconnect_backoff_ms * (2 ** min(max(failures - 1, 0), 30)))

@@ -28,7 +28,12 @@ from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH, Pr
 from txnproducer._internal.txn.request_queue import TxnRequestQueue
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.sequences import SequenceBook
-from txnproducer._internal.txn.state import State, invalid_transition_message, is_transition_valid
+from txnproducer._internal.txn.state import (
+    TRANSACTION_OPEN,
+    State,
+    invalid_transition_message,
+    is_transition_valid,
+)
 from txnproducer._internal.txn.versions import TV2_REQUIRED_VERSIONS, choose_version
 
 __all__ = ["TxnCore"]
@@ -99,6 +104,8 @@ class TxnCore:
         # two-phase commit: the (producer id, epoch) the prepared transaction ran under - our own
         # from prepare_transaction(), or the one init_transactions(keep_prepared_txn=True) found
         self._prepared: ProducerIdAndEpoch | None = None
+        # when the open transaction began (``clock``), to explain a fence that follows a timeout
+        self.txn_begun_at: float | None = None
 
     # -- queries -----------------------------------------------------------------------------------------
 
@@ -205,8 +212,18 @@ class TxnCore:
         return self._closed
 
     def fenced_error(self, code: int, api: str) -> errors.ProducerFencedError:
-        """The error that ends a producer a newer instance fenced (``code`` answered on ``api``)."""
-        return fenced_error(self.transactional_id, self._pid.producer_id, self._pid.epoch, code, api)
+        """The error that ends a producer a newer instance fenced (``code`` answered on ``api``).
+
+        A transaction open longer than ``transaction_timeout_ms`` gets the same answer once the
+        coordinator aborted it and bumped the epoch: the message then says so, so that the first
+        error a user sees after a timeout names the timeout, not only "another producer"."""
+        overran_ms = None
+        if self.txn_begun_at is not None and self.state in TRANSACTION_OPEN:
+            open_ms = int((self._clock() - self.txn_begun_at) * 1000)
+            if open_ms > self.transaction_timeout_ms:
+                overran_ms = open_ms
+        return fenced_error(self.transactional_id, self._pid.producer_id, self._pid.epoch, code, api,
+                            open_ms=overran_ms, transaction_timeout_ms=self.transaction_timeout_ms)
 
     def version_for(self, request_cls: Any) -> int:
         """The version of ``request_cls`` to send now (transaction version, broker's range)."""

@@ -69,11 +69,24 @@ def is_fatal_produce_error(exc: BaseException, code: int | None) -> bool:
 
 
 def fenced_error(
-    transactional_id: str, producer_id: int, epoch: int, code: int, api: str
+    transactional_id: str, producer_id: int, epoch: int, code: int, api: str, *,
+    open_ms: int | None = None, transaction_timeout_ms: int | None = None,
 ) -> errors.ProducerFencedError:
+    """ProducerFencedError; with ``open_ms`` (the transaction had been open longer than
+    ``transaction_timeout_ms``) it names the timeout first: the coordinator's abort of a timed-out
+    transaction bumps the epoch and fences this producer exactly as a newer instance would."""
+    who = f"producer with transactional_id {transactional_id!r} and producer id {producer_id}, epoch {epoch}"
+    if open_ms is not None:
+        return errors.ProducerFencedError(
+            f"{who} was fenced ({error_name(code)} on {api}) after its transaction had been open for "
+            f"{open_ms} ms, longer than transaction_timeout_ms={transaction_timeout_ms}: the coordinator "
+            "most likely aborted it at its timeout and bumped the epoch (or another producer with the "
+            "same transactional_id has started). Close this producer and create a new one; keep "
+            "transactions shorter than transaction_timeout_ms, or raise it",
+            error_code=PRODUCER_FENCED,
+        )
     return errors.ProducerFencedError(
-        f"producer with transactional_id {transactional_id!r} and producer id {producer_id}, epoch {epoch}"
-        f" was fenced ({error_name(code)} on {api}): another producer with the same transactional_id"
+        f"{who} was fenced ({error_name(code)} on {api}): another producer with the same transactional_id"
         " has started. Close this producer",
         error_code=PRODUCER_FENCED,
     )
@@ -130,7 +143,9 @@ def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPa
         epoch_error = errors.InvalidProducerEpochError(
             f"the broker rejected a batch for {tp.topic}-{tp.partition} with INVALID_PRODUCER_EPOCH: the"
             " coordinator bumped the epoch, most likely because the transaction ran longer than"
-            " transaction_timeout_ms and was aborted. Call abort_transaction() and start a new transaction",
+            " transaction_timeout_ms and was aborted (or another producer with the same transactional_id"
+            " has started: then the abort raises ProducerFencedError). Call abort_transaction() and start"
+            " a new transaction",
             error_code=code,
         )
         epoch_error.__cause__ = exc

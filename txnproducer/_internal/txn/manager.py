@@ -102,6 +102,7 @@ class TransactionManager(ProduceSide):
                 )
             self._apply_requested_tv()
             self._transition(State.IN_TRANSACTION)
+            self.txn_begun_at = self._clock()
         if self._metrics is not None:
             self._metrics.record_time_ns(m.TXN_BEGIN_TIME_NS_TOTAL, time.monotonic_ns() - start)
 

@@ -33,6 +33,11 @@ class State(enum.Enum):
 
 _S = State
 
+#: The states in which a transaction is open: begun, and not yet committed, aborted or ended by a
+#: fatal error.
+TRANSACTION_OPEN = frozenset({_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION,
+                              _S.ABORTABLE_ERROR, _S.PREPARED_TRANSACTION})
+
 # target state -> the states it may be entered from. FATAL_ERROR is reachable from everywhere
 # (it is the exit); nothing leaves FATAL_ERROR and nothing returns to UNINITIALIZED.
 LEGAL_SOURCES: dict[State, frozenset[State]] = {
@@ -97,6 +102,11 @@ def _hint(call: str, state: State) -> str:
     if state is _S.IN_TRANSACTION:
         if call == "init_transactions":
             return "the producer is already initialized: call commit_transaction() or abort_transaction()"
+        if call == "begin_transaction":
+            return ("a transaction is already open (one at a time per producer): call commit_transaction() "
+                    "or abort_transaction() first - if another thread or task opened it, wait for it to end, "
+                    "or use a TransactionalProducerPool / AsyncTransactionalProducerPool for transactions at "
+                    "the same time")
         return "a transaction is already open: call commit_transaction() or abort_transaction() first"
     if state is _S.COMMITTING_TRANSACTION:
         return "a commit is in progress: call commit_transaction() again to wait for it to complete"

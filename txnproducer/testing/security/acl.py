@@ -77,6 +77,8 @@ class _Named(enum.Enum):
 
 
 class ResourceType(_Named):
+    """Kafka's ``ResourceType``: what an ACL is about."""
+
     TOPIC = "topic"
     GROUP = "group"
     TRANSACTIONAL_ID = "transactional_id"
@@ -100,11 +102,15 @@ class Operation(_Named):
 
 
 class PatternType(_Named):
+    """Kafka's ``PatternType``: ``name`` is the resource's name (or ``"*"``), or a prefix of it."""
+
     LITERAL = "literal"
     PREFIXED = "prefixed"
 
 
 class Permission(_Named):
+    """Kafka's ``AclPermissionType``: a DENY wins over every ALLOW."""
+
     ALLOW = "allow"
     DENY = "deny"
 
