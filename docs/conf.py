@@ -68,6 +68,7 @@ _EXTERNAL_MODULES = (
     "pyspark",
     "pyarrow",
     "aiokafka",
+    "opentelemetry",
 )
 # Not exported, but in the signature of something that is: the argument or value is used as it comes.
 nitpick_ignore = [
@@ -102,6 +103,7 @@ README_SECTIONS = {
     "testing-your-application": "guide/testing",
     "configuration": "guide/configuration",
     "operating-exactly-once-pipelines": "operations",
+    "observability": "guide/observability",
     "performance": "performance",
     "architecture": "architecture",
     "real-broker-tests": "contributing",

@@ -1,4 +1,4 @@
-"""Suite-wide hygiene, the order of a parallel run, and the one fixture two tiers share.
+"""Suite-wide hygiene, the order of a parallel run, and the fixtures several tiers share.
 
 Some code under test (the CLI, ``txnproducer perf``) configures process-global logging as an
 application would; resetting structlog after each test keeps one test's configuration from
@@ -43,3 +43,14 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def telemetry() -> Iterator[Any]:
+    """OpenTelemetry SDK providers with in-memory exporters, given to the code under test (never installed
+    globally): tests/_support/otel.py. Skips the test without the SDK (the dev extra has it)."""
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk not installed (the dev extra)")
+    from tests._support.otel import captured
+
+    with captured() as found:
+        yield found

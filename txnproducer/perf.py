@@ -28,6 +28,7 @@ from typing import Any, Protocol, TextIO
 
 from txnproducer._internal import accel
 from txnproducer._internal.perf_clusters import create_topic, mock_cluster_process
+from txnproducer._internal.perf_otel import OTEL_MODES, PerfTelemetry
 
 __all__ = [
     "PerfResult",
@@ -196,6 +197,8 @@ class PerfResult:
             if "batches_per_request" in self.extra:
                 batching += f", {self.extra['batches_per_request']:.2f} batches/request"
         path = f"; hot path: {self.extra['hot_path']}" if "hot_path" in self.extra else ""
+        if self.extra.get("otel"):
+            path += f"; otel: {'+'.join(self.extra['otel'])} ({self.extra['otel_spans_exported']} spans)"
         return (
             f"{self.client}: {self.records} records in {self.transactions} transactions, "
             f"{self.elapsed_s:.2f} s: {self.records_per_s:,.0f} records/s, {self.mb_per_s:.2f} MB/s, "
@@ -449,6 +452,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--producer.config", "--producer-config", dest="producer_config", default=None,
                         metavar="FILE", help="a Java .properties file of producer settings (a secured "
                                              "cluster's, say); --producer-props win over it")
+    parser.add_argument("--otel", choices=OTEL_MODES, action="append", default=[],
+                        help="trace (spans per transaction and batch; record-spans: per record too) and/or "
+                             "export metrics with the OpenTelemetry SDK, to exporters that drop them: what "
+                             "telemetry costs (repeatable; needs opentelemetry-sdk)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
@@ -497,8 +504,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None,
     if records_per_txn is None and args.txn_duration_ms is None:
         records_per_txn = 1000
     factory = client_factory or (lambda settings: TxnProducerClient(**settings))
+    telemetry = PerfTelemetry(args.otel) if args.otel else None
     with bootstrap_for(args, [topic]) as bootstrap:
         settings = producer_settings(args, bootstrap)
+        if telemetry is not None:
+            settings.update(telemetry.settings)
         client = factory(settings)
         try:
             config = {
@@ -524,6 +534,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None,
                 result.extra.update(producer_diagnostics(producer))
         finally:
             client.close()
+    if telemetry is not None:
+        result.extra.update(telemetry.finish())
     if args.json:
         stream.write(json.dumps(result.to_dict(), sort_keys=True) + "\n")
     else:

@@ -60,6 +60,7 @@ from txnproducer._internal.txn.offsets import offsets_from, resolve_group_metada
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
+from txnproducer.otel._attach import plan as _plan_telemetry
 from txnproducer.prepared import PreparedTxnState
 
 if TYPE_CHECKING:
@@ -91,9 +92,16 @@ class TransactionalProducer:
 
     Raises on construction :class:`~txnproducer.errors.ConfigError` for invalid settings.
     Connecting happens in the background; :meth:`init_transactions` waits for it.
+
+    ``tracer_provider`` / ``meter_provider``: OpenTelemetry providers to trace the transactions and
+    export the metrics with; ``record_spans=True``: a span per record instead of per batch (README
+    "Observability"; :func:`txnproducer.otel.instrument` does this for every producer).
     """
 
-    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, *,
+                 tracer_provider: Any = None, meter_provider: Any = None, record_spans: bool | None = None,
+                 **settings: Any) -> None:
+        telemetry = _plan_telemetry(tracer_provider, meter_provider, record_spans)  # None: off
         config = ProducerConfig.from_arguments(config, settings)
         self._config = config
         self._max_block_s = config.max_block_ms / 1000
@@ -171,6 +179,9 @@ class TransactionalProducer:
             # instrumentation wrapper): the instance attribute would hide them.
             if type(self).send is _PYTHON_SEND:
                 self.__dict__["send"] = fast
+        # OpenTelemetry (txnproducer.otel), None unless asked for: when tracing, ``send`` is its wrapper
+        self._telemetry = None if telemetry is None else telemetry.attach(
+            self, transaction_manager=self._tm, sender=self._sender, network=self._net)
         self._sender.start()
 
     def _broker_max_version(self, api_key: int) -> int | None:
@@ -255,6 +266,8 @@ class TransactionalProducer:
             if result is None:
                 result = start()
                 self._pending[op] = result
+                if self._telemetry is not None:
+                    self._telemetry.operation_started(op, result)
         self._sender.wakeup()
         return result
 

@@ -134,3 +134,42 @@ def test_the_filter_is_what_keeps_kafka_pythons_debug_lines_clean(debug_everywhe
     assert SECRETS["plain"] in unfiltered
     assert SECRETS["plain"] not in filtered and "SaslAuthenticateRequest: redacted" in filtered
 
+
+
+def test_no_secret_and_no_record_value_in_any_span_or_metric(telemetry: Any) -> None:
+    """Traced and measured (spans per batch and per record), over SASL with a password, successes and a
+    refusal: every span (attributes, events, links) and every metric point, as their exporters serialize
+    them, holds neither a secret nor a record's value - nor a key given as bytes."""
+    pytest.importorskip("opentelemetry.sdk")
+    value = b"r3cord-value-xyz"
+    users = {"alice": SECRETS["plain"]}
+    collected: list[str] = []
+    with MockCluster(num_brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
+        cluster.create_topic("t", partitions=1)
+        target = SecuredTarget(cluster.bootstrap_servers, cluster.security_protocol, None, users)
+        for record_spans in (False, True):
+            with producer(f"tx-traced-{record_spans}", **producer_settings(target, "PLAIN"),
+                          record_spans=record_spans, **telemetry.providers) as p:
+                p.init_transactions()
+                with p.transaction():
+                    p.send("t", value, key=b"k-" + value, headers=[("h", value)])
+                    p.send_offsets_to_transaction({("in", 0): 1}, "group")
+                p.begin_transaction()
+                p.send("t", value, partition=0)
+                p.abort_transaction()
+                collected.append(telemetry.reader.get_metrics_data().to_json())
+        wrong = {**producer_settings(target, "PLAIN"), "sasl_plain_password": SECRETS["wrong"]}
+        with producer("tx-traced-wrong", **wrong, **telemetry.providers) as p:
+            with pytest.raises(errors.SaslAuthenticationError):
+                p.init_transactions()
+            collected.append(telemetry.reader.get_metrics_data().to_json())  # its metrics' attributes
+    collected.extend(span.to_json() for span in telemetry.spans())
+    collected.append(telemetry.reader.get_metrics_data().to_json())
+    everything = "\n".join(collected)
+    # the scan read what it was meant to: both kinds of send span, the commit, the refused producer's metrics
+    for expected in ('"messaging.batch.message_count"', '"messaging.kafka.offset"', '"EndTxn"',
+                     '"kafka.producer.records_sent"', '"tx-traced-wrong"', '"txnproducer.transactions"'):
+        assert expected in everything, expected
+    leaks = {name: secret for name, secret in SECRETS.items() if secret in everything}
+    assert not leaks, f"secrets found in spans or metrics: {sorted(leaks)}"
+    assert value.decode() not in everything and value.hex() not in everything

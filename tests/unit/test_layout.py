@@ -80,11 +80,19 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer._internal.log", "txnproducer._internal.metrics", "txnproducer._internal.overdue",
         "txnproducer._internal.listeners",
     )),
+    # OpenTelemetry: told by the producer's parts through their hooks, never importing the producer
+    ("txnproducer.otel", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.log",
+        "txnproducer._internal.metrics", "txnproducer._internal.protocol",
+        "txnproducer._internal.batching.batch", "txnproducer._internal.txn.state",
+    )),
     ("txnproducer.producer", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal",
+        "txnproducer.otel",
     )),
     ("txnproducer.eos", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+        "txnproducer.otel",
     )),
     ("txnproducer.aio", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer.pool",
@@ -94,7 +102,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
-        "txnproducer._internal.log", "txnproducer._internal.network.redaction",
+        "txnproducer._internal.log", "txnproducer._internal.network.redaction", "txnproducer.otel",
     )),
     ("txnproducer.testing", ("txnproducer._internal.protocol", "txnproducer._internal.log")),
     # the operator's tools: a client of the cluster on the producer's network, reading the sink's state

@@ -130,6 +130,7 @@ class Sender(threading.Thread):
         self.crashed: BaseException | None = None
         # called once if the thread dies (the producer's compiled send path stops taking records)
         self.on_crash: Callable[[], None] | None = None
+        self.telemetry: Any = None  # tracing (otel/_attach.py): coordinator requests, batch resends
         self.stopped = False  # True once the thread has closed everything and is about to end
         # fired when the transaction version becomes known and when the thread stops: what
         # callers that must not block wait on instead of ``_cond``
@@ -358,6 +359,8 @@ class Sender(threading.Thread):
         tm.in_flight_started(handler)
         self._overdue.coordinator_request_sent(handler, node, time.monotonic())
         self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
+        if self.telemetry is not None:  # its callbacks on the future run before the handler's
+            self.telemetry.coordinator_request(handler, node, future)
         future.add_callback(handler.handle_response)
         future.add_errback(handler.fail)
         return True
@@ -534,6 +537,8 @@ class Sender(threading.Thread):
                 self._net.request_metadata_update()
             if self._metrics is not None:
                 self._metrics.record_retry(batch.record_count)
+            if self.telemetry is not None:
+                self.telemetry.batch_retry(batch, code)
             self._event("debug", "txn.batch_retry", topic=batch.tp.topic, partition=batch.tp.partition,
                             error_code=code, base_sequence=batch.base_sequence)
             # to a leader a KIP-951 hint just named: at once (Java skips the backoff when the

@@ -48,9 +48,11 @@ class LoopCore(TransactionalProducer):
     """A TransactionalProducer whose calls never wait (see the module docstring)."""
 
     _caller_stacklevel = 4  # the async facade's call is one frame more
+    #: what send() raises to mean "await, then call again", not a failed send (tracing drops its span)
+    send_retry_signals = (MetadataNeeded, BufferFull)
 
-    def __init__(self, config: ProducerConfig) -> None:
-        super().__init__(config)
+    def __init__(self, config: ProducerConfig, **telemetry: Any) -> None:
+        super().__init__(config, **telemetry)  # tracer_provider=, meter_provider=, record_spans=
         self._send_block_s = 0.0  # the accumulator raises TimeoutError at once instead of waiting
 
     # -- send --------------------------------------------------------------------------------------

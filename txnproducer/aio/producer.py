@@ -70,17 +70,22 @@ class AsyncTransactionalProducer:
     transactions at the same time use :class:`~txnproducer.aio.AsyncTransactionalProducerPool`.
 
     Construct it anywhere (connecting happens in the background); use it from one event loop.
-    Raises ConfigError on construction for invalid settings.
+    Raises ConfigError on construction for invalid settings. ``tracer_provider``, ``meter_provider``,
+    ``record_spans``: as the sync producer's (spans take the calling task's context).
     """
 
-    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
+    def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, *,
+                 tracer_provider: Any = None, meter_provider: Any = None, record_spans: bool | None = None,
+                 **settings: Any) -> None:
         config = ProducerConfig.from_arguments(config, settings)
         self._config = config
         # Serializers run here, once per record, so that a send() that waited and is tried again
         # hands the core bytes: a user's serializer is never called twice for one record.
         self._key_serializer: Callable[[Any], Any] | None = config.key_serializer
         self._value_serializer: Callable[[Any], Any] | None = config.value_serializer
-        self._core = LoopCore(config.with_overrides(key_serializer=None, value_serializer=None))
+        self._core = LoopCore(config.with_overrides(key_serializer=None, value_serializer=None),
+                              tracer_provider=tracer_provider, meter_provider=meter_provider,
+                              record_spans=record_spans)
         self._max_block_s = config.max_block_ms / 1000
         self._next_yield = 0.0
         # commit/abort a transaction() left running when its task was cancelled

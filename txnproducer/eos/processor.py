@@ -30,6 +30,7 @@ closing by ``close_timeout_ms``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -51,6 +52,8 @@ from txnproducer.eos.kafka_compat import (
 from txnproducer.eos.output_record import OutputRecord
 from txnproducer.eos.progress import METRIC_NAMES, TxnProgress
 from txnproducer.eos.settings import bootstrap_of, consumer_settings, producer_settings
+from txnproducer.eos.transform import UNTRACED, apply_transform, processor_tracing
+from txnproducer.otel import set_abort_reason
 from txnproducer.producer import TransactionalProducer
 
 __all__ = ["CrashPoint", "TransactionalProcessor"]
@@ -100,8 +103,8 @@ _NEEDS_AN_OPERATOR: tuple[type[errors.AbortableError], ...] = (
 _STOPS_THE_LOOP: tuple[type[errors.TxnProducerError], ...] = (errors.FatalError, *_NEEDS_AN_OPERATOR)
 
 
-def _default_producer_factory(config: ProducerConfig) -> Any:
-    return TransactionalProducer(config)
+def _default_producer_factory(config: ProducerConfig, **telemetry: Any) -> Any:
+    return TransactionalProducer(config, **telemetry)
 
 
 class TransactionalProcessor:
@@ -128,6 +131,7 @@ class TransactionalProcessor:
     thread. The consumer and producer are created by the first :meth:`run` (or :meth:`start`);
     ``consumer_factory(**kwargs)`` / ``producer_factory(config)`` replace kafka-python's
     ``KafkaConsumer`` / :class:`~txnproducer.TransactionalProducer` (for tests with fakes).
+    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (README "Observability").
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class TransactionalProcessor:
         on_assigned: AssignCallback | None = None,
         consumer_factory: Callable[..., Any] | None = None,
         producer_factory: Callable[[ProducerConfig], Any] | None = None,
+        tracer_provider: Any = None, meter_provider: Any = None,
     ) -> None:
         topics = [input_topics] if isinstance(input_topics, str) else list(input_topics)
         if not topics or not all(isinstance(t, str) and t for t in topics):
@@ -181,7 +186,9 @@ class TransactionalProcessor:
         self._on_assigned = on_assigned
         self._assigned: frozenset[TopicPartition] = frozenset()
         self._consumer_factory = consumer_factory or new_consumer
-        self._producer_factory = producer_factory or _default_producer_factory
+        self._producer_factory = producer_factory or functools.partial(
+            _default_producer_factory, tracer_provider=tracer_provider, meter_provider=meter_provider)
+        self._tracing = processor_tracing(tracer_provider, self._consumer_settings["group_id"])
         self._log = get_logger("txnproducer.eos").bind(
             transactional_id=self._producer_config.transactional_id, group_id=self._group_id)
 
@@ -424,15 +431,17 @@ class TransactionalProcessor:
             progress.begin()
         progress.consumed(records)
         try:
-            outputs = self._apply_transform(records)
+            outputs, contexts = apply_transform(records, self._transform, self._transform_batch,
+                                                self._tracing, self._producer, progress.records_in)
         except Exception as exc:
             self._log.warning("eos.transform_failed", error=repr(exc))
             self._abort(reason="transform")
             raise _UserCodeError(exc) from exc
         try:
-            for out in outputs:
-                self._producer.send(out.topic, value=out.value, key=out.key, partition=out.partition,
-                                    timestamp_ms=out.timestamp_ms, headers=out.headers)
+            for i, out in enumerate(outputs):
+                with UNTRACED if contexts is None else contexts[i]:  # traced: the input's context
+                    self._producer.send(out.topic, value=out.value, key=out.key, partition=out.partition,
+                                        timestamp_ms=out.timestamp_ms, headers=out.headers)
         except (errors.ConfigError, errors.SerializationError, errors.RecordTooLargeError) as exc:
             self._log.warning("eos.bad_output_record", error=repr(exc))
             self._abort(reason="transform")
@@ -443,17 +452,6 @@ class TransactionalProcessor:
         progress.records_out += len(outputs)
         self._maybe_crash("after_send")
         return len(records)
-
-    def _apply_transform(self, records: list[Any]) -> list[OutputRecord]:
-        if self._transform_batch is not None:
-            outputs = list(self._transform_batch(records))
-        else:
-            assert self._transform is not None
-            outputs = [out for record in records for out in self._transform(record)]
-        for out in outputs:
-            if not isinstance(out, OutputRecord):
-                raise TypeError(f"transform must yield OutputRecord objects, got {out!r}")
-        return outputs
 
     def _commit(self) -> None:
         progress = self._progress
@@ -507,6 +505,7 @@ class TransactionalProcessor:
         start = dict(self._progress.start)
         self._progress.reset()
         self._log.info("eos.aborting", reason=reason, cause=repr(cause) if cause else None)
+        set_abort_reason(self._producer, reason)  # the transaction's span says why (when traced)
         try:
             self._producer.abort_transaction(timeout=self._op_s)
         except errors.TimeoutError as exc:
@@ -541,6 +540,7 @@ class TransactionalProcessor:
         start = dict(self._progress.start)
         self._progress.reset()
         self._log.info("eos.aborting", reason="lost" if lost else "revoked", partitions=len(partitions))
+        set_abort_reason(self._producer, "lost" if lost else "revoked")
         try:
             self._producer.abort_transaction(timeout=self._op_s)
         except BaseException as exc:  # raised from run() after poll returns; kafka-python must go on

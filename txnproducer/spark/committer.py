@@ -30,12 +30,14 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
+from ..otel import names
 from ._faults import crash_point
 from .completion import SinkCommitError, complete_states, fence_transactional_ids
 from .decision import ABORT, COMMIT, DECIDED, Decision
 from .options import SinkOptions
 from .state_topic import StateTopic
 from .task import TxnKafkaCommitMessage
+from .tracing import sink_telemetry
 
 __all__ = ["Committer"]
 
@@ -50,11 +52,14 @@ class Committer:
         self.state = state
         self.prefix = options.transactional_id_prefix
         self.announce_floor = announce_floor  # where a prefix's first clean-up starts reading
+        # the decision's span, linked to the tasks' (tracing.py): off unless the sink is traced
+        self.telemetry = sink_telemetry(options.otel_providers)
 
     def _complete(self, decision: Decision, states: Sequence[Any]) -> None:
         opts = self.options
         complete_states(states, commit=decision.committed, settings=opts.producer_settings,
-                        parallelism=opts.commit_parallelism, timeout_s=opts.commit_timeout_s)
+                        parallelism=opts.commit_parallelism, timeout_s=opts.commit_timeout_s,
+                        producer_kwargs=self.telemetry.producer_kwargs)
 
     def _announce_from(self, latest: Decision | None) -> int:
         """Where this decision's announcement scan starts: where the last one stopped."""
@@ -68,8 +73,10 @@ class Committer:
         winners = {s.transactional_id for s in decision.states} if decision.committed else set()
         losers = sorted({a.transactional_id for a in announced} - winners)
         opts = self.options
-        fence_transactional_ids(losers, settings=opts.producer_settings,
-                                parallelism=opts.commit_parallelism, timeout_s=opts.commit_timeout_s)
+        with self.telemetry.fence(losers):
+            fence_transactional_ids(losers, settings=opts.producer_settings,
+                                    parallelism=opts.commit_parallelism, timeout_s=opts.commit_timeout_s,
+                                    producer_kwargs=self.telemetry.producer_kwargs)
         return self.state.write_decision(decision.finished(end))
 
     def recover(self) -> Decision | None:
@@ -80,15 +87,24 @@ class Committer:
             return latest
         _log.warning("txn.spark_recovering_batch", prefix=self.prefix, batch=latest.batch,
                      outcome=latest.outcome, transactions=len(latest.states))
-        self._complete(latest, latest.states)
-        return self._finish(latest)
+        with self.telemetry.batch(names.SPAN_SPARK_RECOVER, latest.batch, latest.query, self.prefix,
+                                  latest.outcome) as span:
+            _set(span, names.SPARK_TRANSACTION_COUNT, len(latest.states))
+            self._complete(latest, latest.states)
+            return self._finish(latest)
 
     def commit(self, messages: Sequence[Any], batch: int, job: str | None = None) -> None:
         """Commit a micro-batch (``batch`` >= 0) or a batch ``job``: steps 1-5."""
         latest = self.recover()
         reports = [m for m in messages if isinstance(m, TxnKafkaCommitMessage)]
         query = job if job is not None else _query_of(reports)
+        with self.telemetry.batch(names.SPAN_SPARK_BATCH, batch, query, self.prefix, COMMIT, reports) as span:
+            self._commit(reports, batch, job, query, latest, span)
+
+    def _commit(self, reports: list[TxnKafkaCommitMessage], batch: int, job: str | None, query: str,
+                latest: Decision | None, span: Any) -> None:
         states = [s for s in (m.state for m in reports) if s is not None]
+        _set(span, names.SPARK_TRANSACTION_COUNT, len(states))
         if job is None and latest is not None and latest.query in ("", query):
             if latest.batch > batch:
                 raise SinkCommitError(
@@ -99,6 +115,7 @@ class Committer:
             if latest.batch == batch and latest.committed:
                 _log.warning("txn.spark_replay_skipped", prefix=self.prefix, batch=batch,
                              written=len(states))
+                _set(span, names.SPARK_DECISION, "replay_skipped")
                 # its tasks saw the decision and wrote nothing; anything else is aborted
                 self._complete(Decision(self.prefix, batch, ABORT, DECIDED), states)
                 return
@@ -118,10 +135,17 @@ class Committer:
         reports = [m for m in messages if isinstance(m, TxnKafkaCommitMessage)]
         states = tuple(s for s in (m.state for m in reports) if s is not None)
         query = job if job is not None else _query_of(reports)
-        decision = self.state.write_decision(Decision(self.prefix, batch, ABORT, DECIDED, states, query,
-                                                      announce_from=self._announce_from(latest)))
-        self._complete(decision, states)
-        self._finish(decision)
+        with self.telemetry.batch(names.SPAN_SPARK_BATCH, batch, query, self.prefix, ABORT, reports) as span:
+            _set(span, names.SPARK_TRANSACTION_COUNT, len(states))
+            decision = self.state.write_decision(Decision(self.prefix, batch, ABORT, DECIDED, states, query,
+                                                          announce_from=self._announce_from(latest)))
+            self._complete(decision, states)
+            self._finish(decision)
+
+
+def _set(span: Any, key: str, value: Any) -> None:
+    if span is not None:
+        span.set_attribute(key, value)
 
 
 def _query_of(reports: Sequence[TxnKafkaCommitMessage]) -> str:

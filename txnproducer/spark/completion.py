@@ -10,8 +10,10 @@ is open and fences any straggler still writing under it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+import contextvars
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from txnproducer._internal.log import get_logger
 
@@ -23,22 +25,31 @@ from ..producer import TransactionalProducer
 __all__ = ["SinkCommitError", "complete_states", "fence_transactional_ids"]
 
 _log = get_logger("txnproducer.spark")
+_T = TypeVar("_T")
+_NO_KWARGS: Mapping[str, Any] = {}
+
+
+def _submit(pool: ThreadPoolExecutor, fn: Callable[..., _T], *args: Any) -> Future[_T]:
+    """``pool.submit`` in a copy of the caller's context: the producers' spans in the pool's threads
+    are children of the decision's span (:mod:`txnproducer.spark.tracing`)."""
+    return pool.submit(contextvars.copy_context().run, fn, *args)
 
 
 class SinkCommitError(RuntimeError):
     """Completing a batch's prepared transactions failed; the message lists each failure."""
 
 
-def _producer(settings: dict[str, str], transactional_id: str, timeout_s: float) -> TransactionalProducer:
+def _producer(settings: dict[str, str], transactional_id: str, timeout_s: float,
+              producer_kwargs: Mapping[str, Any]) -> TransactionalProducer:
     config = {**settings, "transactional.id": transactional_id}
     if "max.block.ms" not in config and "max_block_ms" not in config:
         config["max.block.ms"] = str(int(timeout_s * 1000))
-    return TransactionalProducer(ProducerConfig.from_mapping(config))
+    return TransactionalProducer(ProducerConfig.from_mapping(config), **producer_kwargs)
 
 
 def _complete_one(state: PreparedTxnState, commit: bool, settings: dict[str, str],
-                  timeout_s: float) -> BaseException | None:
-    producer = _producer(settings, state.transactional_id, timeout_s)
+                  timeout_s: float, producer_kwargs: Mapping[str, Any]) -> BaseException | None:
+    producer = _producer(settings, state.transactional_id, timeout_s, producer_kwargs)
     try:
         producer.complete_transaction(state, commit=commit, timeout=timeout_s)
         return None
@@ -49,8 +60,10 @@ def _complete_one(state: PreparedTxnState, commit: bool, settings: dict[str, str
 
 
 def complete_states(states: Iterable[PreparedTxnState], *, commit: bool, settings: dict[str, str],
-                    parallelism: int, timeout_s: float) -> None:
+                    parallelism: int, timeout_s: float,
+                    producer_kwargs: Mapping[str, Any] = _NO_KWARGS) -> None:
     """Complete every state (concurrently); raise SinkCommitError naming each failure.
+    ``producer_kwargs``: for the producers (their OpenTelemetry providers).
 
     Aborting tolerates transactions that are already gone; committing does not: a
     PreparedTransactionLostError means records are lost, which must stop the query.
@@ -62,7 +75,8 @@ def complete_states(states: Iterable[PreparedTxnState], *, commit: bool, setting
     lost = False
     with ThreadPoolExecutor(max_workers=min(parallelism, len(todo)),
                             thread_name_prefix="txnkafka-complete") as pool:
-        futures = [(s, pool.submit(_complete_one, s, commit, settings, timeout_s)) for s in todo]
+        futures = [(s, _submit(pool, _complete_one, s, commit, settings, timeout_s, producer_kwargs))
+                   for s in todo]
         for state, future in futures:
             error = future.result()
             if error is None:
@@ -81,14 +95,14 @@ def complete_states(states: Iterable[PreparedTxnState], *, commit: bool, setting
 
 
 def fence_transactional_ids(ids: Iterable[str], *, settings: dict[str, str], parallelism: int,
-                            timeout_s: float) -> None:
+                            timeout_s: float, producer_kwargs: Mapping[str, Any] = _NO_KWARGS) -> None:
     """Abort whatever transaction is open under each id (and fence its producer)."""
     todo = sorted(set(ids))
     if not todo:
         return
 
     def fence(transactional_id: str) -> None:
-        producer = _producer(settings, transactional_id, timeout_s)
+        producer = _producer(settings, transactional_id, timeout_s, producer_kwargs)
         try:
             producer.init_transactions(timeout=timeout_s)
         finally:
@@ -99,5 +113,5 @@ def fence_transactional_ids(ids: Iterable[str], *, settings: dict[str, str], par
 
     with ThreadPoolExecutor(max_workers=min(parallelism, len(todo)),
                             thread_name_prefix="txnkafka-fence") as pool:
-        for future in [pool.submit(fence, t) for t in todo]:
+        for future in [_submit(pool, fence, t) for t in todo]:
             future.result()

@@ -25,6 +25,7 @@ import attrs
 
 from ..config import ProducerConfig
 from ..errors import ConfigError
+from .tracing import check_providers_option
 
 __all__ = ["DEFAULT_SLOTS", "DEFAULT_STATE_TOPIC", "PRODUCER_DEFAULTS", "SinkOptions", "default_prefix"]
 
@@ -36,7 +37,8 @@ PRODUCER_DEFAULTS = {"batch.size": "262144"}
 DEFAULT_SLOTS = 4
 
 _KNOWN = {"topic", "transactional.id.prefix", "transactional.id.slots", "state.topic",
-          "state.topic.replication.factor", "commit.log", "commit.parallelism", "commit.timeout.ms"}
+          "state.topic.replication.factor", "commit.log", "commit.parallelism", "commit.timeout.ms",
+          "otel.providers"}
 # Kafka's topic name rule (org.apache.kafka.common.internals.Topic)
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -70,7 +72,9 @@ class SinkOptions:
     ``state_replication_factor``, -1 meaning the broker's default). ``commit_log``: the directory
     of an older version's commit log, finished once and then unused. ``commit_parallelism``:
     prepared transactions completed concurrently by the driver. ``commit_timeout_s``: bound on
-    completing one of them, and on each read or write of the state topic."""
+    completing one of them, and on each read or write of the state topic. ``otel_providers``:
+    ``module:function`` returning the OpenTelemetry providers of each Python worker
+    (:mod:`txnproducer.spark.tracing`)."""
 
     # the settings hold passwords (kafka.sasl.plain.password, ...): never in the repr
     producer_settings: dict[str, str] = attrs.field(repr=lambda s: repr(ProducerConfig.redacted(s)))
@@ -83,6 +87,7 @@ class SinkOptions:
     commit_log: str | None = None
     commit_parallelism: int = 8
     commit_timeout_s: float = 60.0
+    otel_providers: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], *, streaming: bool) -> SinkOptions:
@@ -148,4 +153,6 @@ class SinkOptions:
             commit_log=own.get("commit.log"),
             commit_parallelism=_int_option(own, "commit.parallelism", 8, 1),
             commit_timeout_s=timeout_ms / 1000,
+            otel_providers=(check_providers_option(own["otel.providers"]) if "otel.providers" in own
+                            else None),
         )

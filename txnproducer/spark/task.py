@@ -36,6 +36,7 @@ batch fails with PreparedTransactionLostError (README "PySpark exactly-once sink
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,12 +47,14 @@ from pyspark.sql.datasource import WriterCommitMessage
 from txnproducer._internal.log import get_logger
 
 from ..config import ProducerConfig
+from ..otel import names
 from ..prepared import PreparedTxnState
 from ..producer import TransactionalProducer
 from .decision import Announcement, Decision, attempt_superseded
 from .id_pool import choose_slot
 from .options import SinkOptions
 from .state_topic import shared_state_topic
+from .tracing import sink_telemetry
 
 __all__ = ["TaskIdentity", "TxnKafkaCommitMessage", "run_attempt", "task_identity"]
 
@@ -63,7 +66,8 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 @dataclass
 class TxnKafkaCommitMessage(WriterCommitMessage):
     """What a task reports to the driver: its prepared transaction (JSON; None when the attempt
-    was superseded and wrote nothing), how many rows it holds, and who wrote it."""
+    was superseded and wrote nothing), how many rows it holds, and who wrote it; ``trace_context``: the
+    W3C traceparent of the attempt's span when the sink is traced (``txnproducer.spark.tracing``)."""
 
     state_json: str | None
     records: int
@@ -71,6 +75,7 @@ class TxnKafkaCommitMessage(WriterCommitMessage):
     attempt: int
     batch: int
     query: str
+    trace_context: str | None = None
 
     @property
     def state(self) -> PreparedTxnState | None:
@@ -113,14 +118,28 @@ def task_identity(job: str | None) -> TaskIdentity:
 
 def _producer(options: SinkOptions, transactional_id: str) -> TransactionalProducer:
     return TransactionalProducer(ProducerConfig.from_mapping(
-        {**options.producer_settings, "transactional.id": transactional_id}))
+        {**options.producer_settings, "transactional.id": transactional_id}),
+        **sink_telemetry(options.otel_providers).producer_kwargs)
 
 
 def run_attempt(options: SinkOptions, scan_floor: int, who: TaskIdentity,
                 write: Callable[[TransactionalProducer], int]) -> TxnKafkaCommitMessage:
     """Run one attempt (module docstring). ``scan_floor``: the offset at or after which the
     prefix's latest decision lies (the driver found it when it created the writer). ``write``
-    sends the rows in the open transaction and returns how many."""
+    sends the rows in the open transaction and returns how many. Traced, the attempt is a
+    ``txnkafka task`` span whose context the commit message carries."""
+    telemetry = sink_telemetry(options.otel_providers)
+    with telemetry.task(who, options.transactional_id_prefix) as span:
+        message = _attempt(options, scan_floor, who, write, span)
+        if span is not None:
+            span.set_attribute(names.SPARK_SUPERSEDED, message.superseded)
+            span.set_attribute(names.RECORD_COUNT, message.records)
+            message = dataclasses.replace(message, trace_context=telemetry.traceparent(span))
+        return message
+
+
+def _attempt(options: SinkOptions, scan_floor: int, who: TaskIdentity,
+             write: Callable[[TransactionalProducer], int], span: Any) -> TxnKafkaCommitMessage:
     prefix = options.transactional_id_prefix
     superseded = TxnKafkaCommitMessage(None, 0, who.partition, who.attempt, who.batch, who.query)
     with shared_state_topic(options.producer_settings, options.state_topic,
@@ -132,6 +151,8 @@ def run_attempt(options: SinkOptions, scan_floor: int, who: TaskIdentity,
         slot, transactional_id = choose_slot(prefix, who.partition, who.attempt, options.slots,
                                              state.transaction_open)
         producer = _producer(options, transactional_id)  # it connects while we announce
+        if span is not None:
+            span.set_attribute(names.TRANSACTIONAL_ID, transactional_id)
         try:
             state.announce(Announcement(prefix, who.batch, who.query, who.partition, slot, who.attempt,
                                         transactional_id))

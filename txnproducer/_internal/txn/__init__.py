@@ -9,7 +9,8 @@ coordinator request treats alike, and ``TxnContext``, the interface handlers see
 the queue of those requests (``request_queue``), the request versions per transaction version
 (``versions``), per-partition sequences (``sequences``), the producer's identity
 (``producer_id``), what a blocked call waits on (``result``), consumer offsets as passed in
-(``offsets``) and how failures become KIP-1050 error classes (``error_policy``).
+(``offsets``), how failures become KIP-1050 error classes (``error_policy``) and the interface through
+which a watcher (tracing) is told every state change (``observer``).
 
 What it may import: ``txnproducer.errors``, ``txnproducer.prepared``, ``_internal.protocol``,
 ``_internal.metrics`` and ``_internal.log``. Handlers never import the manager (they see it as a

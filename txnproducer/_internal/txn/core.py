@@ -23,6 +23,7 @@ from kafka.structs import TopicPartition
 from txnproducer import errors
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.txn.error_policy import fenced_error, reraisable
+from txnproducer._internal.txn.observer import TransitionObserver
 from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
 from txnproducer._internal.txn.request_queue import TxnRequestQueue
 from txnproducer._internal.txn.result import TransactionalRequestResult
@@ -80,6 +81,8 @@ class TxnCore:
         # The producer's compiled send path keeps its own flag this way instead of reading
         # ``state`` on every record (about 20 ns per attribute read, two per record).
         self.in_transaction_listener: Callable[[bool], None] | None = None
+        # told every state change (txnproducer.otel's transaction spans); None: tracing is off
+        self.observer: TransitionObserver | None = None
         self._last_error: BaseException | None = None
         self._pid = NONE_PRODUCER_ID_AND_EPOCH
         self._tv = 1
@@ -268,6 +271,8 @@ class TxnCore:
         self.state = target
         if listener is not None and target is State.IN_TRANSACTION and source is not State.IN_TRANSACTION:
             listener(True)
+        if self.observer is not None:
+            self.observer.transition(source, target, error)
         if error is not None:
             self.log(
                 "warning", "txn.state_transition", source=source.name, target=target.name, error=repr(error)
