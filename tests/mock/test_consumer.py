@@ -171,11 +171,18 @@ def test_fetch_sessions_are_incremental_and_survive_a_lost_session(
         assert any("partitions" not in e.fields for e in later), "an unchanged partition is not named again"
         with mock_cluster.state.lock:
             mock_cluster.state.fetch_sessions = FetchSessions()  # the broker forgot every session
+        # a fetch already held by the broker (long poll) may still answer from the old session: poll
+        # until a fetch sent after the reset is refused, then show the new session delivers
+        deadline = time.monotonic() + 15
+        while not any(e.api == "Fetch" and 70 in e.error_codes for e in mock_cluster.request_log):
+            assert time.monotonic() < deadline, "no fetch was refused FETCH_SESSION_ID_NOT_FOUND"
+            assert consumer.poll(0.2) == []
         with p.transaction():
             p.send(TOPIC, b"three", partition=0)
         assert [r.value for r in _read_until(consumer, 1)] == [b"three"]
-    lost = [e for e in mock_cluster.request_log if e.api == "Fetch" and 70 in e.error_codes]
-    assert lost, "the broker answered FETCH_SESSION_ID_NOT_FOUND and the consumer opened a new session"
+    lost = next(i for i, e in enumerate(mock_cluster.request_log) if e.api == "Fetch" and 70 in e.error_codes)
+    after = [e for e in mock_cluster.request_log[lost + 1:] if e.api == "Fetch" and e.broker_id == leader]
+    assert after and after[0].fields["session_epoch"] == 0, "the consumer opened a new session"
 
 
 def test_a_corrupt_batch_is_a_typed_error_naming_topic_partition_and_offset(
