@@ -270,12 +270,17 @@ def test_network_client_backs_off_from_an_unreachable_broker() -> None:
         net.close()
 
 
-def test_network_client_sends_over_kafka_python_when_not_plaintext() -> None:
-    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t",
-                            security_protocol="SSL")
+@pytest.mark.parametrize("settings", [{}, {"security_protocol": "SSL"},
+                                      {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                                       "sasl_plain_username": "u", "sasl_plain_password": "p"},
+                                      {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                                       "sasl_plain_username": "u", "sasl_plain_password": "p"}],
+                         ids=["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"])
+def test_network_client_sends_over_its_own_connections_in_every_protocol(settings: dict[str, str]) -> None:
+    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t", **settings)
     net = NetworkClient(config)
     try:
-        assert not net._direct_io
+        assert net._direct_io
     finally:
         net.close()
 

@@ -35,7 +35,7 @@ from typing import Any
 import kafka.errors as kerrors
 
 from txnproducer import errors
-from txnproducer._internal.network.secured import TlsHandshakeFailed
+from txnproducer._internal.network.connection_errors import ClosedBeforeReady, TlsHandshakeFailed
 from txnproducer._internal.network.settings import ConnectionSettings
 
 __all__ = ["EOF_FAILURES_BEFORE_FATAL", "ConnectionDiagnosis"]
@@ -109,7 +109,8 @@ class ConnectionDiagnosis:
         if self._config.security_protocol == "PLAINTEXT":
             return False  # nothing to authenticate: an ordinary lost connection
         for cur in _chain(exc):
-            if isinstance(cur, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError)):
+            if isinstance(cur, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError,
+                                ClosedBeforeReady)):
                 return True
             if "socket disconnected" in str(cur):
                 return True

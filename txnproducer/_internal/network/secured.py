@@ -32,13 +32,11 @@ from kafka.net.inet import create_connection
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
 
+from .connection_errors import TlsHandshakeFailed
+
 __all__ = ["EofLastSSLTransport", "EofLastTCPTransport", "SecuredConnectionManager", "TlsHandshakeFailed"]
 
 FailureHook = Callable[[Any, Any, BaseException], None]  # (node id, broker metadata, error)
-
-
-class TlsHandshakeFailed(kerrors.KafkaConnectionError):  # type: ignore[misc]
-    """The connection failed before or during the TLS handshake (the cause is chained)."""
 
 
 class _EofLast:
