@@ -250,6 +250,12 @@ MISTAKES: list[tuple[str, dict[str, Any], Callable[[Any], dict[str, Any]], type[
      errors.SslAuthenticationError, ("does not name the host", "ssl_check_hostname")),
     ("missing client certificate", {"tls": True, "tls_client_auth": "required"}, lambda _t: {},
      errors.SslAuthenticationError, ("ssl_certfile",)),
+    ("plaintext to a TLS listener", {"tls": True}, lambda _t: {"security_protocol": "PLAINTEXT",
+                                                              "ssl_cafile": None},
+     errors.SslAuthenticationError, ("speaks TLS", "security_protocol='SSL'")),
+    ("SASL_PLAINTEXT to a SASL_SSL listener", {"tls": True, "sasl_mechanisms": ["PLAIN"], "users": USERS},
+     lambda _t: {**sasl("PLAIN"), "security_protocol": "SASL_PLAINTEXT", "ssl_cafile": None},
+     errors.SslAuthenticationError, ("speaks TLS", "security_protocol='SASL_SSL'")),
     ("TLS to a plaintext listener", {}, lambda _t: {"security_protocol": "SSL"},
      errors.SslAuthenticationError, ("TLS handshake", "a TLS listener")),
 ]

@@ -57,6 +57,7 @@ from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol.framing import RequestFramer, read_response_header
 
 from .channel_security import ChannelSecurity
+from .connection_errors import TlsAnswerToPlaintext, looks_like_tls
 from .connection_setup import CLOSED, CONNECTING, READY, TLS, ConnectionSetup
 from .tls_channel import TlsChannel
 
@@ -370,6 +371,10 @@ class DirectConnection(ConnectionSetup):
         while end_of_data - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > _MAX_FRAME:
+                if self.state != READY and pos == 0 and self._tls is None and looks_like_tls(buf):
+                    self.close(TlsAnswerToPlaintext(
+                        f"broker {self.node_id} at {self.host}:{self.port} answered with TLS"))
+                    return
                 self.close(kerrors.KafkaConnectionError(
                     f"broker {self.node_id} sent a frame of {size} bytes; the stream is lost"))
                 return

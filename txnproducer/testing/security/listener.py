@@ -24,6 +24,12 @@ from .tls import TlsMaterial, certificate_principal
 
 __all__ = ["ListenerSecurity"]
 
+# What Kafka 4.1.0's TLS listener writes to a client that does not speak TLS before it closes (a TLS 1.2
+# record: fatal alert internal_error); OpenSSL writes nothing in that case, so the mock writes it itself.
+_KAFKA_ALERT = bytes.fromhex("15030300020250")
+_NOT_TLS = {"WRONG_VERSION_NUMBER", "UNKNOWN_PROTOCOL", "HTTP_REQUEST", "RECORD_LAYER_FAILURE",
+            "PACKET_LENGTH_TOO_LONG"}
+
 
 class ListenerSecurity:
     """TLS material and SASL settings of the brokers' listener (both optional: PLAINTEXT by default)."""
@@ -60,12 +66,19 @@ class ListenerSecurity:
         """Run the TLS handshake (if ``sock`` is a TLS socket); the connection's authentication state.
 
         Raises ``ssl.SSLError`` / ``OSError`` when the handshake fails (the client trusts another CA, sends no
-        certificate where one is required, speaks plaintext, ...).
+        certificate where one is required, speaks plaintext, ...); a client speaking plaintext first gets the
+        TLS alert a Kafka broker sends it.
         """
         tls_principal = None
         if isinstance(sock, ssl.SSLSocket):
             self._apply_handshake_fault(sock)
-            sock.do_handshake()
+            try:
+                sock.do_handshake()
+            except ssl.SSLError as exc:
+                if exc.reason in _NOT_TLS:  # a client speaking plaintext: Kafka answers with an alert
+                    with contextlib.suppress(OSError):
+                        os.write(sock.fileno(), _KAFKA_ALERT)
+                raise
             tls_principal = certificate_principal(sock)
         return ConnectionAuth(self.sasl, tls_principal, broker_id=broker_id, connection_id=connection_id)
 
