@@ -9,7 +9,7 @@ the GIL the Sender's CPU is the producer's throughput. The same holds over TLS a
 kafka-python's path cost a one-record transaction 1.7 times its plaintext CPU.
 
 What stays kafka-python's: the request and response classes and their codec (each request frames
-itself with its header), bootstrap, metadata, and connections through a proxy or with GSSAPI
+itself with its header), bootstrap, metadata, and every request when the mechanism is GSSAPI
 (``client.py`` decides). The split of received bytes into frames is ours (see
 :meth:`DirectConnection._deliver`); so are TLS (:mod:`.tls_channel`) and SASL
 (:mod:`.sasl_authenticator`) when the security protocol asks for them (``security``).
