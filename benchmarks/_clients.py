@@ -39,7 +39,10 @@ CLIENTS = ("txnproducer", "kafka-python", "confluent-kafka")
 #: txnproducer on its pure-Python hot path (TXNPRODUCER_PURE_PYTHON=1 in the run's process; compare.py
 #: sets it), for the README's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
 PURE = "txnproducer-pure"
-OUR_CLIENTS = ("txnproducer", PURE)
+#: txnproducer with every request on kafka-python's connections, as before its own connections spoke TLS
+#: and SASL (what a secured cluster got until issue 30): the same run can show the before and after
+KAFKA_IO = "txnproducer-kafka-io"
+OUR_CLIENTS = ("txnproducer", PURE, KAFKA_IO)
 
 # records per transaction, default records per run, default time bound per run (seconds)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -57,6 +60,13 @@ LINGER_MS = 5
 BLOCK_TIMEOUT_S = 60.0  # bound on every blocking client call
 
 
+# the producer's security settings (``--security-config``, written by ``_secured.py``) in librdkafka's names
+_LIBRDKAFKA_NAMES = {"security_protocol": "security.protocol", "ssl_cafile": "ssl.ca.location",
+                     "ssl_certfile": "ssl.certificate.location", "ssl_keyfile": "ssl.key.location",
+                     "sasl_mechanism": "sasl.mechanism", "sasl_plain_username": "sasl.username",
+                     "sasl_plain_password": "sasl.password"}
+
+
 class KafkaPythonClient:
     """kafka-python 3.0.12's transactional KafkaProducer (its defaults, linger 5 ms)."""
 
@@ -64,13 +74,13 @@ class KafkaPythonClient:
     queue_full: tuple[type[BaseException], ...] = ()  # send() blocks (max_block_ms) instead
 
     def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, security: dict[str, str] | None = None) -> None:
         from kafka import KafkaProducer
 
         self.producer = KafkaProducer(
             bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=linger_ms,
             acks="all", max_block_ms=int(BLOCK_TIMEOUT_S * 1000),
-            **({} if batch_size is None else {"batch_size": batch_size}),
+            **({} if batch_size is None else {"batch_size": batch_size}), **(security or {}),
         )
         self.send = self.producer.send  # the library's call itself (perf.TxnClient)
 
@@ -108,13 +118,14 @@ class ConfluentClient:
     name = "confluent-kafka"
 
     def __init__(self, bootstrap: str, transactional_id: str, linger_ms: int = LINGER_MS,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, security: dict[str, str] | None = None) -> None:
         from confluent_kafka import Producer
 
         self.producer = Producer({
             "bootstrap.servers": bootstrap, "transactional.id": transactional_id,
             "linger.ms": linger_ms, "acks": "all",
             **({} if batch_size is None else {"batch.size": batch_size}),
+            **{_LIBRDKAFKA_NAMES[k]: v for k, v in (security or {}).items()},
         })
         self.send = self.producer.produce  # the library's call itself (perf.TxnClient)
 
@@ -156,16 +167,22 @@ class OurClient(TxnProducerClient):
         self.producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
 
 
-def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: int | None = None) -> Any:
-    """``batch_size``: the same batch size in bytes for every client (None: each client's default)."""
+def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: int | None = None,
+                security: dict[str, str] | None = None) -> Any:
+    """``batch_size``: the same batch size in bytes for every client (None: each client's default);
+    ``security``: a secured listener's settings, in the producer's names (None: PLAINTEXT)."""
     if name in OUR_CLIENTS:
+        if name == KAFKA_IO:
+            from txnproducer._internal.network.client import NetworkClient
+
+            NetworkClient.direct_io_enabled = False  # this process only: the switch the tests use
         return OurClient(bootstrap_servers=bootstrap, transactional_id=transactional_id, linger_ms=LINGER_MS,
                          max_block_ms=int(BLOCK_TIMEOUT_S * 1000),
-                         **({} if batch_size is None else {"batch_size": batch_size}))
+                         **({} if batch_size is None else {"batch_size": batch_size}), **(security or {}))
     if name == "kafka-python":
-        return KafkaPythonClient(bootstrap, transactional_id, batch_size=batch_size)
+        return KafkaPythonClient(bootstrap, transactional_id, batch_size=batch_size, security=security)
     if name == "confluent-kafka":
-        return ConfluentClient(bootstrap, transactional_id, batch_size=batch_size)
+        return ConfluentClient(bootstrap, transactional_id, batch_size=batch_size, security=security)
     raise ValueError(f"unknown client {name!r}; one of {', '.join(CLIENTS)}")
 
 
@@ -307,11 +324,14 @@ def run_eos_processor(bootstrap: str, input_topic: str, output_topic: str, num_r
 
 def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_records: int | None,
             max_seconds: float | None, input_topic: str | None = None,
-            batch_size: int | None = None) -> dict[str, Any]:
-    """``batch_size`` (S1-S3, the sync clients): the same batch size for every client."""
+            batch_size: int | None = None, security: dict[str, str] | None = None) -> dict[str, Any]:
+    """``batch_size`` (S1-S3, the sync clients): the same batch size for every client; ``security``
+    (S1-S3, the sync clients): a secured listener's settings."""
     spec = SCENARIOS[scenario]
     if batch_size is not None and (client_name in AIO_CLIENTS or scenario == "S4"):
         raise ValueError("--batch-size is for the sync clients' S1-S3")
+    if security and (client_name in AIO_CLIENTS or scenario == "S4"):
+        raise ValueError("--security-config is for the sync clients' S1-S3")
     n = num_records or spec["num_records"]
     bound = max_seconds or spec["max_seconds"]
     txn_id = f"bench-{client_name}-{scenario}-{uuid.uuid4().hex[:8]}"
@@ -340,7 +360,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             return {"client": client_name, "scenario": scenario,
                     "skipped": "S4 compares ours with kafka-python"}
     else:
-        client = make_client(client_name, bootstrap, txn_id, batch_size)
+        client = make_client(client_name, bootstrap, txn_id, batch_size, security)
         try:
             result = run_workload(client, topic, n, RECORD_SIZE, records_per_txn=spec["records_per_txn"],
                                   max_seconds=bound)
@@ -359,7 +379,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE, *AIO_CLIENTS))
+    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE, KAFKA_IO, *AIO_CLIENTS))
     parser.add_argument("--scenario", required=True, choices=tuple(SCENARIOS))
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True, help="topic written (S4: the output topic)")
@@ -368,15 +388,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="batch size in bytes (default: the client's own default)")
+    parser.add_argument("--security-config", default=None,
+                        help="JSON file of a secured listener's settings (benchmarks/_secured.py)")
     args = parser.parse_args(argv)
+    security = None
+    if args.security_config:
+        security = json.loads(Path(args.security_config).read_text())
     result = run_one(args.client, args.scenario, args.bootstrap, args.topic, args.num_records,
-                     args.max_seconds, args.input_topic, args.batch_size)
+                     args.max_seconds, args.input_topic, args.batch_size, security)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0
 
 
-__all__ = ["AIO_CLIENTS", "CLIENTS", "PURE", "SCENARIOS", "TxnClient", "main", "make_client", "run_one"]
+__all__ = ["AIO_CLIENTS", "CLIENTS", "KAFKA_IO", "PURE", "SCENARIOS", "TxnClient", "main", "make_client",
+           "run_one"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,6 +17,13 @@ broker (log growth, JIT, page cache) hits every client alike; every run is its o
 ``--java-classpath``; see ``_java.py``). ``--clients txnproducer-aio,confluent-aio,aiokafka
 --scenarios S2,S3`` compares the asyncio clients (``_aio_clients.py``); the ratios are then
 against ``txnproducer-aio``.
+
+Secured listeners (``_secured.py``): a client named ``client@LISTENER`` runs against that listener of
+a node started with ``--kafka-home`` that has PLAINTEXT, SASL_SSL (SCRAM-SHA-512) and MTLS (mutual TLS)
+listeners, e.g. ``--clients txnproducer@PLAINTEXT,txnproducer@SASL_SSL,confluent-kafka@SASL_SSL``
+(the sync Python clients; ``--ours`` names the column the ratios are against).
+``txnproducer-kafka-io`` is ours with every request on kafka-python's connections, as secured clusters
+were served before our own connections spoke TLS and SASL.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ if str(ROOT) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _clients import AIO_CLIENTS, CLIENTS, PURE, RECORD_SIZE, SCENARIOS  # noqa: E402
+from _clients import AIO_CLIENTS, CLIENTS, KAFKA_IO, PURE, RECORD_SIZE, SCENARIOS  # noqa: E402
 from _java import (  # noqa: E402
     JAVA_CLIENT,
     JAVA_WARMUP_S,
@@ -56,13 +63,14 @@ from _java import (  # noqa: E402
     java_command,
     java_versions,
 )
+from _secured import LISTENERS, SecuredBench, secured_kafka, split_column  # noqa: E402
 
 from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 
 PARTITIONS = 3
 OURS = "txnproducer"
 OURS_AIO = "txnproducer-aio"
-ALL_CLIENTS = (*CLIENTS, PURE, *AIO_CLIENTS, JAVA_CLIENT)
+ALL_CLIENTS = (*CLIENTS, PURE, KAFKA_IO, *AIO_CLIENTS, JAVA_CLIENT)
 
 # (scenario, metric key, label, higher is better)
 METRICS: list[tuple[str, str, str, bool]] = [
@@ -138,25 +146,31 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
 
 
 @contextmanager
-def target(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
-    """Yield (bootstrap servers, description of what they are)."""
+def target(args: argparse.Namespace, secured: bool) -> Iterator[tuple[str, str, SecuredBench | None]]:
+    """Yield (bootstrap servers, description of what they are, the secured listeners if ``secured``)."""
     broker_cpus = parse_cpus(args.broker_cpus)
     where = "" if broker_cpus is None else f", on CPU {args.broker_cpus}"
-    if args.bootstrap:
-        yield args.bootstrap, f"Kafka at {args.bootstrap}"
+    if secured:
+        with ExitStack() as stack:
+            with pinned(broker_cpus):
+                bench = stack.enter_context(secured_kafka(args.kafka_home, ROOT))
+            yield bench.plaintext, (f"Apache Kafka from {Path(args.kafka_home).name} (one KRaft node, "
+                                    f"127.0.0.1{where}; listeners {', '.join(LISTENERS)})"), bench
+    elif args.bootstrap:
+        yield args.bootstrap, f"Kafka at {args.bootstrap}", None
     elif args.kafka_home:
         with ExitStack() as stack:
             with pinned(broker_cpus):
                 servers = stack.enter_context(kafka_home_broker(args.kafka_home))
             yield servers, (f"Apache Kafka from {Path(args.kafka_home).name} (one KRaft node, "
-                            f"127.0.0.1{where})")
+                            f"127.0.0.1{where})"), None
     else:
         with ExitStack() as stack:
             with pinned(broker_cpus):
                 servers = stack.enter_context(mock_cluster_process(
                     brokers=1, transaction_version=args.transaction_version, partitions=PARTITIONS))
             yield servers, (f"txnproducer MockCluster in a separate process (1 broker, "
-                            f"transaction.version={args.transaction_version}{where})")
+                            f"transaction.version={args.transaction_version}{where})"), None
 
 
 def prefill(bootstrap: str, topic: str, count: int) -> None:
@@ -181,12 +195,16 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
-def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
+def run_client(column: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
                num_records: int | None, max_seconds: float, run_timeout: float,
                cpus: set[int] | None = None, java: tuple[str, Path] | None = None,
-               batch_size: int | None = None) -> dict[str, Any]:
+               batch_size: int | None = None, secured: SecuredBench | None = None) -> dict[str, Any]:
     """One run in its own process; ``java`` is (class path, compiled classes) for the Java client;
-    ``batch_size`` the same batch size in bytes for every client (None: each client's default)."""
+    ``batch_size`` the same batch size in bytes for every client (None: each client's default);
+    ``secured`` the listeners a ``client@LISTENER`` column runs against."""
+    client, listener = split_column(column)
+    if secured is not None:
+        bootstrap = secured.bootstrap_of(listener)
     if client == JAVA_CLIENT:
         if scenario == "S4":
             return {"client": client, "scenario": scenario, "skipped": "S4 compares ours with kafka-python"}
@@ -204,6 +222,8 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd += ["--input-topic", input_topic]
         if batch_size is not None:
             cmd += ["--batch-size", str(batch_size)]
+        if secured is not None and listener != "PLAINTEXT":
+            cmd += ["--security-config", str(secured.settings_file(listener))]
     env = dict(os.environ)
     env.pop("TXNPRODUCER_PURE_PYTHON", None)
     if client == PURE:  # txnproducer on its pure-Python hot path
@@ -214,13 +234,14 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout, check=False,
                                   env=env)
     except subprocess.TimeoutExpired:
-        return {"client": client, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
+        return {"client": column, "scenario": scenario, "error": f"killed after {run_timeout:.0f} s"}
     wall = time.monotonic() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout)[-1500:]
-        return {"client": client, "scenario": scenario, "error": f"exit {proc.returncode}: {tail}"}
+        return {"client": column, "scenario": scenario, "error": f"exit {proc.returncode}: {tail}"}
     result: dict[str, Any] = json.loads(lines[-1])
+    result["client"] = column
     result["wall_s"] = wall
     result["scenario"] = scenario
     if "cpus" not in result and hasattr(os, "sched_getaffinity"):  # the JVM does not say
@@ -231,8 +252,9 @@ def run_client(client: str, scenario: str, bootstrap: str, topic: str, input_top
 def medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
     """{scenario: {client: {metric: median over the successful runs}}}."""
     out: dict[str, dict[str, dict[str, float]]] = {}
+    columns = sorted({str(r.get("client")) for r in runs})
     for scenario, key, _, _ in METRICS:
-        for client in ALL_CLIENTS:
+        for client in columns:
             values = [v for r in runs if r.get("scenario") == scenario and r.get("client") == client
                       and "error" not in r and "skipped" not in r and not r.get("warmup")
                       for v in [metric_value(r, key)] if v is not None]
@@ -256,13 +278,19 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.1f}"
 
 
-def ours_of(clients: list[str]) -> str:
-    """The client the ratios are against: the asyncio one when it runs (an asyncio comparison)."""
-    return OURS_AIO if OURS_AIO in clients else OURS
+def ours_of(clients: list[str], ours: str | None = None) -> str:
+    """The client the ratios are against: ``ours`` when given, the asyncio one when it runs (an asyncio
+    comparison), else txnproducer (the first txnproducer column with secured listeners)."""
+    if ours is not None:
+        return ours
+    if OURS_AIO in clients or OURS in clients:
+        return OURS_AIO if OURS_AIO in clients else OURS
+    return next((c for c in clients if split_column(c)[0] == OURS), OURS)
 
 
-def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[str]) -> str:
-    ours_name = ours_of(clients)
+def markdown_table(med: dict[str, dict[str, dict[str, float]]], clients: list[str],
+                   ours: str | None = None) -> str:
+    ours_name = ours_of(clients, ours)
     others = [c for c in clients if c != ours_name]
     head = ["metric (median)", *clients, *[f"ours vs {c}" for c in others]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -377,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the same batch size in bytes for every client, S1-S3 (default: each "
                              "client's own: 262144 for txnproducer, 16384 for kafka-python and "
                              "Java, 1000000 for librdkafka)")
+    parser.add_argument("--ours", help="the column the ratios are against (default txnproducer, or the "
+                                         "first txnproducer@LISTENER column)")
     parser.add_argument("--mock", action="store_true",
                         help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
                              "$KAFKA_HOME is set")
@@ -396,8 +426,18 @@ def main(argv: list[str] | None = None) -> int:
         if s not in SCENARIOS:
             parser.error(f"unknown scenario {s!r}; one of {', '.join(SCENARIOS)}")
     for c in clients:
-        if c not in ALL_CLIENTS:
-            parser.error(f"unknown client {c!r}; one of {', '.join(ALL_CLIENTS)}")
+        client, listener = split_column(c)
+        if client not in ALL_CLIENTS:
+            parser.error(f"unknown client {client!r}; one of {', '.join(ALL_CLIENTS)}")
+        if listener not in LISTENERS:
+            parser.error(f"unknown listener {listener!r} in {c!r}; one of {', '.join(LISTENERS)}")
+        if listener != "PLAINTEXT" and client not in (*CLIENTS, PURE, KAFKA_IO):
+            parser.error(f"{c!r}: secured listeners are for the sync Python clients ({', '.join(CLIENTS)})")
+    secured = any("@" in c for c in clients)
+    if secured and not args.kafka_home:
+        parser.error("client@LISTENER columns need --kafka-home (compare.py starts the secured node)")
+    if args.ours is not None and args.ours not in clients:
+        parser.error(f"--ours {args.ours!r} is not one of --clients")
     if args.batch_size is not None and (args.batch_size < 1 or "S4" in scenarios
                                         or set(clients) & set(AIO_CLIENTS)):
         parser.error("--batch-size takes bytes >= 1 and is for the sync clients' S1-S3")
@@ -432,10 +472,11 @@ def main(argv: list[str] | None = None) -> int:
                 java = (java_cp, compile_bench(java_cp, classes))
             except JavaUnavailable as exc:
                 parser.error(str(exc))
-        bootstrap, description = stack.enter_context(target(args))
+        bootstrap, description, listeners = stack.enter_context(target(args, secured))
         description = args.label or description
         log(f"target: {description}")
-        topics = {(s, c): f"bench-{s.lower()}-{c}-{suffix}" for s in scenarios for c in clients
+        topics = {(s, c): f"bench-{s.lower()}-{c.replace('@', '-').lower()}-{suffix}"
+                  for s in scenarios for c in clients
                   if not (s == "S4" and c == JAVA_CLIENT)}
         input_topic = f"bench-s4-in-{suffix}"
         needed = list(topics.values()) + ([input_topic] if "S4" in scenarios else [])
@@ -451,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
                     result = run_client(client, scenario, bootstrap, topics.get((scenario, client), ""),
                                         input_topic if scenario == "S4" else None, counts[scenario],
-                                        bound, args.run_timeout, client_cpus, java, args.batch_size)
+                                        bound, args.run_timeout, client_cpus, java, args.batch_size,
+                                        listeners)
                     result["round"] = round_no
                     if round_no < 1:
                         result["warmup"] = True
@@ -482,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         "medians": med,
     }
     (out_dir / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    table = markdown_table(med, clients)
+    table = markdown_table(med, clients, args.ours)
     warmup = f" after {args.warmup_rounds} warm-up round(s)" if args.warmup_rounds else ""
     batching = (f"batch size {args.batch_size} bytes for every client" if args.batch_size is not None
                 else "each client's default batch size")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import pstats
 import sys
 import time
@@ -104,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", help="also write the report here")
     parser.add_argument("--timer", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--security-config",
+                        help="JSON file of a secured listener's settings (as compare.py writes them, "
+                             "benchmarks/_secured.py); with --bootstrap of that listener")
     args = parser.parse_args(argv)
+    security = json.loads(Path(args.security_config).read_text()) if args.security_config else {}
     per_txn, default_n = SCENARIOS[args.scenario]
     n = args.num_records or default_n
     topic = f"profile-{uuid.uuid4().hex[:8]}"
@@ -127,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def workload(bootstrap: str) -> tuple[Any, cProfile.Profile]:
         client = TxnProducerClient(bootstrap_servers=bootstrap,
-                                   transactional_id=f"profile-{uuid.uuid4().hex[:8]}", linger_ms=5)
+                                   transactional_id=f"profile-{uuid.uuid4().hex[:8]}", linger_ms=5,
+                                   **security)
         app = cProfile.Profile(timer)
         try:
             client.init()
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return result, app
 
     if args.bootstrap:
-        create_topic(args.bootstrap, topic, 3)
+        create_topic(args.bootstrap, topic, 3, **security)
         result, app = workload(args.bootstrap)
     else:
         with mock_cluster_process(brokers=1, partitions=3, topics=[topic]) as servers:

@@ -4,7 +4,8 @@ Why one node with many listeners: each listener is one way users meet a secured 
 serves them all, started once per test module (a start costs 10-30 s):
 
 * ``SASL_SSL``: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER over TLS;
-* ``SASL_PLAINTEXT``: SCRAM-SHA-512 without TLS;
+* ``SASL_PLAINTEXT``: SCRAM-SHA-512 without TLS, with sessions of ``REAUTH_MS``
+  (``connections.max.reauth.ms``: clients must re-authenticate, KIP-368);
 * ``MTLS``: mutual TLS (``ssl.client.auth=required``), the principal mapped from the certificate's CN;
 * ``WRONGHOST``: TLS advertised as ``localhost`` with a certificate that names only ``127.0.0.1``
   (the "certificate does not name the host" failure);
@@ -32,11 +33,13 @@ from tests._support.kafka_home import KafkaHomeBroker, free_port
 from txnproducer.oauth import OAuthBearerToken
 from txnproducer.testing.security.tls import TlsMaterial
 
-__all__ = ["SECURED_LISTENERS", "SecuredKafkaHomeBroker", "unsecured_jwt"]
+__all__ = ["REAUTH_MS", "SECURED_LISTENERS", "SecuredKafkaHomeBroker", "unsecured_jwt"]
 
 SECURED_LISTENERS = ("SASL_SSL", "SASL_PLAINTEXT", "MTLS", "WRONGHOST")
 _PROTOCOL = {"SASL_SSL": "SASL_SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "MTLS": "SSL", "WRONGHOST": "SSL"}
 _SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+#: the SASL_PLAINTEXT listener's connections.max.reauth.ms
+REAUTH_MS = 4_000
 
 
 def unsecured_jwt(subject: str, lifetime_s: float = 3600.0) -> OAuthBearerToken:
@@ -115,6 +118,8 @@ class SecuredKafkaHomeBroker(KafkaHomeBroker):
                 'unsecuredLoginStringClaim_sub="broker";',
             "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512",
             "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _SCRAM,
+            # KIP-368: sessions on this listener end after REAUTH_MS; clients re-authenticate before
+            "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": str(REAUTH_MS),
             "listener.name.mtls.ssl.client.auth": "required",
             "listener.name.mtls.ssl.principal.mapping.rules": "RULE:^CN=([^,]+).*$/$1/,DEFAULT",
         })

@@ -12,6 +12,7 @@ Needs ``KAFKA_HOME`` (an existing cluster from ``KAFKA_BOOTSTRAP_SERVERS`` has n
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -103,6 +104,34 @@ def test_each_protocol_and_mechanism_commits_and_aborts(secured: Any, listener: 
     topic = f"allowed-{listener}-{mechanism or 'mtls'}".lower()
     create_topics(secured, topic)
     check_commit_and_abort(target(secured, listener), mechanism, topic, f"tx-{topic}")
+
+
+def test_transactions_keep_committing_across_reauthentications(secured: Any,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """KIP-368 against Kafka itself: the SASL_PLAINTEXT listener ends sessions after REAUTH_MS; the
+    Sender's connection re-authenticates twice while transactions run, and never reconnects (Kafka
+    closes a connection whose session ended at its next request)."""
+    from tests._support.kafka_secure import REAUTH_MS
+
+    topic = "allowed-reauth"
+    create_topics(secured, topic)
+    caplog.set_level(logging.DEBUG, logger="txnproducer.network")
+    committed: list[bytes] = []
+    with producer("tx-reauth", **producer_settings(target(secured, "SASL_PLAINTEXT"), "SCRAM-SHA-512")) as p:
+        p.init_transactions()
+        connections = set()
+        deadline = time.monotonic() + 6 * REAUTH_MS / 1000
+        while sum("txn.sasl_reauthenticated" in r.getMessage() for r in caplog.records) < 2:
+            assert time.monotonic() < deadline, "two re-authentications"
+            value = f"v{len(committed)}".encode()
+            with p.transaction():
+                p.send(topic, value, partition=0)
+            committed.append(value)
+            connections.update(id(c) for c in p._net._direct._conns.values())
+        lost = [r.getMessage() for r in caplog.records if "txn.connection_lost" in r.getMessage()]
+    assert len(connections) == 1 and not lost, ("the Sender's connection was replaced", lost)
+    reader = reader_settings(target(secured, "SASL_PLAINTEXT"), "SCRAM-SHA-512")
+    assert read_values(secured.bootstrap_of("SASL_PLAINTEXT"), topic, 1, wait_s=30, **reader) == committed
 
 
 # -- day-one mistakes: typed, named, fast ---------------------------------------------------------------

@@ -173,3 +173,48 @@ def test_no_secret_and_no_record_value_in_any_span_or_metric(telemetry: Any) -> 
     leaks = {name: secret for name, secret in SECRETS.items() if secret in everything}
     assert not leaks, f"secrets found in spans or metrics: {sorted(leaks)}"
     assert value.decode() not in everything and value.hex() not in everything
+
+
+def test_no_secret_leaves_the_senders_own_connections(debug_everywhere: DebugCapture, capfd: Any) -> None:
+    """The fast path (the Sender's own TLS and SASL connections) with DEBUG on: each mechanism commits,
+    re-authenticates (KIP-368) and is refused once; its connections, their TLS and SASL state and the
+    refusal are repr'd and scanned with everything logged."""
+    seen: list[str] = []
+    users = {"alice": SECRETS["plain"], "bob": SECRETS["scram"]}
+    tokens = {SECRETS["token"]: OAuthToken("alice")}
+    with MockCluster(num_brokers=1, tls=True, sasl_mechanisms=["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"],
+                     users=users, oauth_tokens=tokens, sasl_session_lifetime_ms=1_000) as cluster:
+        cluster.create_topic("t", partitions=1)
+        target = SecuredTarget(cluster.bootstrap_servers, cluster.security_protocol, cluster.ca_file, users,
+                               oauth_token=lambda _user: OAuthBearerToken(SECRETS["token"]))
+        for user, mechanism in (("alice", "PLAIN"), ("bob", "SCRAM-SHA-512"), ("alice", "OAUTHBEARER")):
+            with producer(f"tx-fast-{mechanism}", **producer_settings(target, mechanism, user)) as p:
+                p.init_transactions()
+                since = cluster.requests.next_seq()
+                with p.transaction():
+                    p.send("t", b"v", partition=0)
+                [conn] = p._net._direct._conns.values()
+                _wait_for_reauthentication(cluster, since)
+                with p.transaction():  # held until the re-authentication is done, if it is not yet
+                    p.send("t", b"w", partition=0)
+                seen.extend([repr(conn), repr(conn._security), repr(conn._tls), repr(conn.__dict__)])
+                everything_about(p, seen)
+        wrong = {**producer_settings(target, "SCRAM-SHA-512", "bob"), "sasl_plain_password": SECRETS["wrong"]}
+        with producer("tx-fast-wrong", **wrong) as p:
+            with pytest.raises(errors.SaslAuthenticationError) as refused:
+                p.init_transactions()
+            describe_chain(refused.value, seen)
+            everything_about(p, seen)
+    captured = capfd.readouterr()
+    everything = "\n".join([*debug_everywhere.lines, captured.out, captured.err, *seen])
+    assert "txn.sasl_reauthenticated" in everything  # the scan read the fast path's own DEBUG lines
+    leaks = {name: secret for name, secret in SECRETS.items() if secret in everything}
+    assert not leaks, f"secrets found in the output: {sorted(leaks)}"
+
+
+def _wait_for_reauthentication(cluster: MockCluster, since: int) -> None:
+    """Until the connection that carried the last Produce re-authenticates (a SaslHandshake once
+    authenticated)."""
+    sender = cluster.wait_for_request(lambda e: e.api == "Produce", since=since).connection_id
+    cluster.wait_for_request(lambda e: (e.connection_id == sender and e.api == "SaslHandshake"
+                                        and e.principal != "User:ANONYMOUS"), timeout=10, since=since)

@@ -177,6 +177,20 @@ def test_tls_to_a_listener_without_tls(expect_refusal: Any) -> None:
         assert "TLS" in str(err) and cluster.bootstrap_servers.split(",")[0] in str(err)
 
 
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_plaintext_to_a_tls_listener(expect_refusal: Any, protocol: str) -> None:
+    """The broker answers a plaintext request on its TLS listener with a TLS alert (Kafka 4.1 does, and
+    so does the mock): typed at once, instead of retried until max_block_ms."""
+    with MockCluster(num_brokers=1, tls=True, sasl_mechanisms=["PLAIN"], users=USERS) as cluster:
+        sasl = {"sasl_mechanism": "PLAIN", "sasl_plain_username": "alice",
+                "sasl_plain_password": USERS["alice"]} if protocol == "SASL_PLAINTEXT" else {}
+        err = expect_refusal(f"tx-plain-to-tls-{protocol}", errors.SslAuthenticationError,
+                             bootstrap_servers=cluster.bootstrap_servers, security_protocol=protocol, **sasl)
+        wanted = "SASL_SSL" if protocol == "SASL_PLAINTEXT" else "SSL"
+        assert "speaks TLS" in str(err) and f"security_protocol={wanted!r}" in str(err)
+        assert cluster.bootstrap_servers.split(",")[0] in str(err) and USERS["alice"] not in str(err)
+
+
 def test_a_refused_connection_does_not_reconnect_in_a_storm() -> None:
     """kafka-python counts a failed SASL exchange on a broker connection as a successful connect and
     resets its backoff, so it reconnects as fast as it polls; the producer keeps the backoff growing.

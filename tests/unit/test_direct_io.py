@@ -311,21 +311,27 @@ def test_network_client_backs_off_from_an_unreachable_broker() -> None:
         net.close()
 
 
-def test_network_client_sends_over_kafka_python_when_not_plaintext() -> None:
-    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t",
-                            security_protocol="SSL")
+@pytest.mark.parametrize("settings", [{}, {"security_protocol": "SSL"},
+                                      {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                                       "sasl_plain_username": "u", "sasl_plain_password": "p"},
+                                      {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                                       "sasl_plain_username": "u", "sasl_plain_password": "p"}],
+                         ids=["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"])
+def test_network_client_sends_over_its_own_connections_in_every_protocol(settings: dict[str, str]) -> None:
+    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t", **settings)
     net = NetworkClient(config)
     try:
-        assert not net._direct_io
+        assert net._direct_io
     finally:
         net.close()
 
 
 def test_a_request_timeout_of_its_own_reaches_kafka_python_connections(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over TLS/SASL requests go through kafka-python's connection manager, which takes the request's
-    own timeout per request (a group's JoinGroup)."""
-    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t", security_protocol="SSL")
+    """Where requests go through kafka-python's connection manager (GSSAPI, or the direct path turned
+    off), it takes the request's own timeout per request (a group's JoinGroup)."""
+    monkeypatch.setattr(NetworkClient, "direct_io_enabled", False)
+    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t")
     net = NetworkClient(config)
     seen: list[dict[str, object]] = []
 

@@ -19,6 +19,8 @@ what does not (retried with reconnect backoff, as any lost connection):
   ``EOF_FAILURES_BEFORE_FATAL`` such closes in a row with no successful connection to that
   broker in between. That is how a TLS 1.3 broker refuses a missing client certificate when its
   alert does not reach us, and how a TLS listener answers a client speaking plaintext.
+* A plaintext connection (PLAINTEXT, SASL_PLAINTEXT) whose first answer is a TLS record: the listener
+  speaks TLS (Kafka answers a plaintext request there with a TLS alert). Authentication, at once.
 * Anything else (refused, reset, timed out): transient. It is kept as the broker's last error so
   that a call that times out can say why.
 
@@ -35,7 +37,11 @@ from typing import Any
 import kafka.errors as kerrors
 
 from txnproducer import errors
-from txnproducer._internal.network.secured import TlsHandshakeFailed
+from txnproducer._internal.network.connection_errors import (
+    ClosedBeforeReady,
+    TlsAnswerToPlaintext,
+    TlsHandshakeFailed,
+)
 from txnproducer._internal.network.settings import ConnectionSettings
 
 __all__ = ["EOF_FAILURES_BEFORE_FATAL", "ConnectionDiagnosis"]
@@ -94,7 +100,7 @@ class ConnectionDiagnosis:
     def failed(self, node_id: Any, broker: Any, exc: BaseException) -> errors.AuthenticationError | None:
         """The authentication error ``exc`` stands for, or None (a transient failure)."""
         where = self._where(node_id, broker)
-        verdict = self._sasl(where, exc) or self._tls(where, exc)
+        verdict = self._plaintext_to_tls(where, exc) or self._sasl(where, exc) or self._tls(where, exc)
         with self._lock:
             if verdict is None and self._closed_early(exc):
                 count = self._eof_in_a_row.get(node_id, 0) + 1
@@ -109,7 +115,8 @@ class ConnectionDiagnosis:
         if self._config.security_protocol == "PLAINTEXT":
             return False  # nothing to authenticate: an ordinary lost connection
         for cur in _chain(exc):
-            if isinstance(cur, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError)):
+            if isinstance(cur, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError,
+                                ClosedBeforeReady)):
                 return True
             if "socket disconnected" in str(cur):
                 return True
@@ -139,6 +146,17 @@ class ConnectionDiagnosis:
             f"SASL authentication {self._who()} at {where}: the broker closed the connection before "
             f"answering, {count} times in a row. Is {address} a TLS listener (then use SASL_SSL)? "
             f"Otherwise it refused the credentials: {self._sasl_advice()}")
+
+    def _plaintext_to_tls(self, where: str, exc: BaseException) -> errors.AuthenticationError | None:
+        """A plaintext connection answered with a TLS alert: the listener speaks TLS (what Kafka sends)."""
+        if not any(isinstance(cur, TlsAnswerToPlaintext) for cur in _chain(exc)):
+            return None
+        protocol = self._config.security_protocol
+        wanted = "SASL_SSL" if protocol == "SASL_PLAINTEXT" else "SSL"
+        return errors.SslAuthenticationError(
+            f"{where} speaks TLS, and security_protocol is {protocol!r}: the broker answered our first "
+            f"request with a TLS alert. Set security_protocol={wanted!r} and ssl_cafile (the CA of the "
+            "brokers' certificates), or connect to the cluster's plaintext listener.")
 
     # -- SASL ----------------------------------------------------------------------------------------
 

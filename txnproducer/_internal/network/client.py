@@ -32,6 +32,7 @@ from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.api_versions import BrokerFeatures, features_from
 from txnproducer._internal.network.auth_failures import ConnectionDiagnosis
+from txnproducer._internal.network.channel_security import ChannelSecurity, channel_security
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.direct_connections import DirectConnections
 from txnproducer._internal.network.failure_log import ConnectionFailureLog
@@ -60,8 +61,9 @@ class NetworkClient:
     else only from the Sender thread.
     """
 
-    #: The Sender's requests go over its own connections (:mod:`direct_io`) when the cluster is
-    #: reached in PLAINTEXT; tests set this to False to run kafka-python's connection path.
+    #: The Sender's requests go over its own connections (:mod:`.direct_connections`) in every
+    #: security protocol and SASL mechanism they speak (all but GSSAPI); tests set this to False to run
+    #: kafka-python's connection path.
     direct_io_enabled = True
 
     def __init__(self, config: ConnectionSettings, client: Any = None) -> None:
@@ -74,17 +76,21 @@ class NetworkClient:
         self._failures = ConnectionFailureLog(get_logger("txnproducer.network"))
         self._auth_error: errors.AuthenticationError | None = None
         self._token_cache: TokenCache | None = None
+        self._ssl_context: Any = None
         self._client = client if client is not None else self._kafka_client(config)
         # our own kafka-python client (not a test's): its loop and selector are the ones lean_poll
         # knows, and our selector dispatches the Sender's connections
         self._lean_poll = client is None
-        self._direct_io = (client is None and self.direct_io_enabled
-                           and config.security_protocol == "PLAINTEXT")
+        security: ChannelSecurity | None = None
+        if client is None and self.direct_io_enabled:
+            security = channel_security(config, self._ssl_context, self._token_cache)
+        self._direct_io = security is not None
         self.cluster = self._client.cluster
         self._direct = DirectConnections(
             config, self._client._net._selector, broker_address=self.cluster.broker_metadata,
             api_versions_request=self._api_versions_request, on_ready=self._direct_ready,
-            on_close=self._direct_closed, failures=self._failures)
+            on_close=self._direct_closed, security=security, on_setup_failed=self._connection_failed,
+            failures=self._failures)
         self._manager = self._client._manager
         self._topics_to_add: set[str] = set()
         # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
@@ -111,6 +117,7 @@ class NetworkClient:
         context = build_ssl_context(config)  # ConfigError now, not per connection later
         if context is not None:
             kwargs["ssl_context"] = context
+            self._ssl_context = context  # the Sender's own connections use it too
         if config.sasl_mechanism == "OAUTHBEARER":
             name = getattr(config, "transactional_id", None) or config.effective_client_id
             self._token_cache = TokenCache(as_token_source(config.sasl_oauth_token_provider), name)
@@ -471,6 +478,7 @@ class NetworkClient:
         """A connection's ApiVersions answer: what that broker speaks (and, v3+, the cluster's
         features, kept if they are at least as new as those we have)."""
         self._failures.connected(conn.node_id)
+        self._diagnosis.connected(conn.node_id)
         with self._cond:
             if getattr(response, "finalized_features_epoch", None) is not None:
                 self._adopt_features(features_from(response))

@@ -1,23 +1,30 @@
-"""The Sender's own plaintext connection to a broker, driven by events from the shared selector.
+"""The Sender's own connection to a broker, driven by events from the shared selector.
 
 Why: every request the Sender sends through kafka-python's connection goes through its
 coroutine event loop: a task to write, a task per read that registers and unregisters the
 socket in the selector, futures and timers for the timeout, all in Python - about twice the CPU
 of a plain non-blocking socket per round trip (measurements in ``benchmarks/README.md``). A
 one-record transaction makes two round trips (Produce, EndTxn) on the Sender thread, and under
-the GIL the Sender's CPU is the producer's throughput.
+the GIL the Sender's CPU is the producer's throughput. The same holds over TLS and SASL, where
+kafka-python's path cost a one-record transaction 1.7 times its plaintext CPU.
 
 What stays kafka-python's: the request and response classes and their codec (each request frames
-itself with its header), bootstrap, metadata, and every connection that needs TLS, SASL or a proxy
-(the caller uses this class only for ``PLAINTEXT``). The split of received bytes into frames is
-ours (see :meth:`DirectConnection._deliver`).
+itself with its header), bootstrap, metadata, and every request when the mechanism is GSSAPI
+(``client.py`` decides). The split of received bytes into frames is ours (see
+:meth:`DirectConnection._deliver`); so are TLS (:mod:`.tls_channel`) and SASL
+(:mod:`.sasl_authenticator`) when the security protocol asks for them (``security``).
 
 What this class adds, with the Java client's ``NetworkClient`` semantics:
 
-- a non-blocking connect bounded by ``socket_connection_setup_timeout_ms``, then an ApiVersions
-  exchange before the connection counts as ready, so that every request sent on it is built for
-  the versions this broker speaks (brokers of two versions during a rolling upgrade);
-- requests queued while connecting, written in order, at most what the socket takes;
+- a non-blocking connect, then (SSL, SASL_SSL) the TLS handshake, both bounded by
+  ``socket_connection_setup_timeout_ms``; then an ApiVersions exchange before the connection counts
+  as ready, so that every request sent on it is built for the versions this broker speaks (brokers
+  of two versions during a rolling upgrade); then (SASL_*) SaslHandshake and SaslAuthenticate, also
+  within the setup timeout (as the Java client's channel is not ready before it authenticated);
+- KIP-368: re-authentication before the broker's session ends, without dropping what is in flight
+  (:mod:`.sasl_authenticator` says how);
+- requests sent while connecting or re-authenticating held and written in order once the
+  connection is open, at most what the socket takes;
 - every in-flight request's future failed when the connection drops, and the connection closed
   when a request outlives ``request_timeout_ms`` (KafkaConnectionError / RequestTimedOutError,
   which callers treat as retriable) - or its own timeout, for a request the broker holds on
@@ -26,6 +33,10 @@ What this class adds, with the Java client's ``NetworkClient`` semantics:
 - broker throttling (KIP-219): after an answer with ``throttle_time_ms`` nothing more is written
   until that time has passed.
 
+A connection that fails before it is ready says how (``setup_failed``, ``error``): the TLS error
+(chained in a ``TlsHandshakeFailed``), the SASL error, or ``ClosedBeforeReady``; ``auth_failures.py``
+reads them as it reads kafka-python's.
+
 Thread rule: only the Sender thread (the one that polls the selector) calls into it.
 """
 
@@ -33,7 +44,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import selectors
 import socket
 import struct
@@ -48,19 +58,16 @@ from kafka.protocol.frame import KafkaBytes
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol.framing import RequestFramer, read_response_header
 
+from .channel_security import ChannelSecurity
+from .connection_errors import TlsAnswerToPlaintext, looks_like_tls
+from .connection_setup import CLOSED, CONNECTING, READY, TLS, ConnectionSetup
+from .tls_channel import TlsChannel
+
 __all__ = ["DirectConnection"]
 
-_CONNECTING = "connecting"
-_HANDSHAKE = "handshake"  # connected; the ApiVersions answer is awaited
-_READY = "ready"
-_CLOSED = "closed"
 _RECV_SIZE = 65536
 _SIZE = struct.Struct(">i")
 _MAX_FRAME = 100_000_000  # kafka-python's receive_message_max_bytes default
-_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY})
-_API_VERSIONS_KEY = 18
-_API_VERSIONS_FIRST = 3  # the first version with the broker's features (KIP-584)
-_UNSUPPORTED_VERSION = 35
 
 
 class _Expected(NamedTuple):
@@ -70,17 +77,22 @@ class _Expected(NamedTuple):
     timeout_s: float | None = None  # the request's own timeout; None: request_timeout_ms
 
 
-class DirectConnection:
-    """One plaintext connection to one broker; see the module docstring."""
+
+class DirectConnection(ConnectionSetup):
+    """One connection to one broker; see the module docstring."""
 
     def __init__(self, node_id: Any, host: str, port: int, *, selector: selectors.BaseSelector,
                  client_id: str, request_timeout_s: float, setup_timeout_s: float,
                  on_close: Callable[[DirectConnection, bool], None] | None = None,
                  api_versions_request: Callable[[int], Any] | None = None,
-                 on_ready: Callable[[DirectConnection, Any], None] | None = None) -> None:
+                 on_ready: Callable[[DirectConnection, Any], None] | None = None,
+                 security: ChannelSecurity | None = None) -> None:
         """``api_versions_request(version)`` builds the ApiVersions request sent first on the
-        connection (None: the connection is ready as soon as it is connected); ``on_ready`` is
-        told the answer."""
+        connection (None: the connection is ready as soon as it is connected, and TLS'd if
+        ``security`` says so; SASL needs the exchange); ``on_ready`` is told the answer;
+        ``security`` is the TLS context and SASL mechanism (None: plaintext)."""
+        if security is not None and security.sasl_mechanism is not None and api_versions_request is None:
+            raise ValueError("SASL needs the ApiVersions exchange (api_versions_request)")
         self.node_id = node_id
         self._on_close = on_close  # (connection, was_ready): told before the futures fail
         self._api_versions_request = api_versions_request
@@ -98,13 +110,26 @@ class DirectConnection:
         self._own_timeouts = 0  # requests in flight with a timeout of their own (rare)
         self._rbuf = bytearray()  # the start of a frame not yet complete
         self._out: collections.deque[memoryview] = collections.deque()  # bytes not yet written
-        # requests sent before the connection is ready: written once ApiVersions was answered
-        self._queued: collections.deque[memoryview] = collections.deque()
+        # requests sent while the connection is not open (connecting, re-authenticating): each frame
+        # with what its answer must be (None: no answer expected), written once it is open
+        self._queued: collections.deque[tuple[memoryview, tuple[Future, _Expected] | None]] = \
+            collections.deque()
+        self._open = False  # requests are written as they are sent (ready, not re-authenticating)
         self._events = 0  # what the selector watches for us
         self.throttled_until = 0.0
-        self.state = _CONNECTING
+        self.state = CONNECTING
         self.connect_deadline = time.monotonic() + setup_timeout_s
+        self._setup_timeout_s = setup_timeout_s
         self.error: BaseException | None = None
+        #: True when the connection closed before it was ready or while re-authenticating: ``error``
+        #: says how its setup or authentication failed
+        self.setup_failed = False
+        self._security = security
+        self._tls: TlsChannel | None = None
+        self._api_versions_answer: Any = None
+        #: when to re-authenticate (monotonic; KIP-368), None when the session does not expire
+        self.reauth_at: float | None = None
+        self._reauthenticating = False
         self._log = get_logger("txnproducer.network")
         self._sock: socket.socket | None = None
         self._addresses: list[Any] = []
@@ -114,25 +139,39 @@ class DirectConnection:
 
     @property
     def ready(self) -> bool:
-        return self.state == _READY
+        return self.state == READY
 
     @property
     def closed(self) -> bool:
-        return self.state == _CLOSED
+        return self.state == CLOSED
 
     @property
     def in_flight_count(self) -> int:
-        return len(self._in_flight)
+        """Requests sent and not answered yet, those held while the connection is not open included."""
+        return len(self._in_flight) + len(self._queued)
+
+    @property
+    def peer_certificate(self) -> bytes | None:
+        """The broker's TLS certificate (DER) on this connection; None without TLS or before the handshake."""
+        return self._tls.peer_certificate() if self._tls is not None and self.state != TLS else None
 
     def next_deadline(self) -> float | None:
-        """When :meth:`tick` next has something to do (a timeout or the end of a throttle)."""
-        if self.state == _CONNECTING:
+        """When :meth:`tick` next has something to do (a timeout, the end of a throttle, the time to
+        re-authenticate)."""
+        state = self.state
+        if state in (CONNECTING, TLS):
             return self.connect_deadline
-        if self.state == _CLOSED:
+        if state == CLOSED:
             return None
         deadline = self._first_deadline()
+        if state != READY:
+            if self._sasl_bound():
+                deadline = self.connect_deadline if deadline is None else min(deadline, self.connect_deadline)
+            return deadline
         if self.throttled_until:
             deadline = self.throttled_until if deadline is None else min(deadline, self.throttled_until)
+        if self.reauth_at is not None:
+            deadline = self.reauth_at if deadline is None else min(deadline, self.reauth_at)
         return deadline
 
     def _first_deadline(self) -> float | None:
@@ -152,29 +191,62 @@ class DirectConnection:
         ``timeout_s``: how long this request may wait for its answer, when not
         ``request_timeout_ms`` (a request the broker holds on purpose)."""
         future = Future()
-        if self.state == _CLOSED:
+        if self.state == CLOSED:
             return future.failure(self.error or kerrors.KafkaConnectionError(
                 f"connection to broker {self.node_id} is closed"))
         correlation_id = self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         # raises before anything is queued when the request cannot be encoded
         data, response_class, flexible = self._framer.frame(request, correlation_id)
-        if request.expect_response():
-            timeout = self._request_timeout_s if timeout_s is None else timeout_s
-            if timeout_s is not None:
-                self._own_timeouts += 1
-            self._in_flight.append((future, time.monotonic() + timeout,
-                                    _Expected(response_class, correlation_id, flexible, timeout_s)))
-        else:
+        expects = request.expect_response()
+        if not expects:
             future.success(None)
-        if self.state == _READY:
+        expected = _Expected(response_class, correlation_id, flexible, timeout_s)
+        if self._open:
+            now = time.monotonic()
+            if expects:
+                self._track(future, now, expected)
             self._out.append(memoryview(data))
-            self._flush(time.monotonic())
+            self._flush(now)
         else:
-            self._queued.append(memoryview(data))
+            self._queued.append((memoryview(data), (future, expected) if expects else None))
         return future
 
+    def _track(self, future: Future, now: float, expected: _Expected) -> None:
+        """Wait for ``expected``'s answer from ``now``, within its own timeout or request_timeout_ms."""
+        if expected.timeout_s is None:
+            deadline = now + self._request_timeout_s
+        else:
+            deadline = now + expected.timeout_s
+            self._own_timeouts += 1
+        self._in_flight.append((future, deadline, expected))
+
+    def _send_internal(self, request: Any) -> Future:
+        """Write a request of the connection's own (ApiVersions, SASL) ahead of any held request."""
+        future = Future()
+        if self.state == CLOSED:
+            return future.failure(self.error or kerrors.KafkaConnectionError("connection closed"))
+        correlation_id = self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        data, response_class, flexible = self._framer.frame(request, correlation_id)
+        now = time.monotonic()
+        self._in_flight.append((future, now + self._request_timeout_s,
+                                _Expected(response_class, correlation_id, flexible)))
+        self._out.append(memoryview(data))
+        self._flush(now)
+        return future
+
+    def _release(self, now: float) -> None:
+        """Open the connection: write the held requests, in order; their timeouts start now (as the
+        Java client's start when a request is sent)."""
+        self._open = True
+        queued, self._queued = self._queued, collections.deque()
+        for data, expected in queued:
+            if expected is not None:
+                self._track(expected[0], now, expected[1])
+            self._out.append(data)
+        self._flush(now)
+
     def _flush(self, now: float) -> None:
-        """Write what the socket takes (during the ApiVersions exchange: only that request)."""
+        """Write what the socket takes (before the connection is open: only its own requests)."""
         if self.throttled_until:
             if now < self.throttled_until:
                 self._watch(selectors.EVENT_READ)  # wait for tick() at the throttle's end
@@ -183,6 +255,9 @@ class DirectConnection:
         sock = self._sock
         out = self._out
         assert sock is not None
+        if self._tls is not None:
+            self._flush_tls(sock, out)
+            return
         while out:
             chunk = out[0]
             try:
@@ -200,29 +275,46 @@ class DirectConnection:
                 break
         self._watch(selectors.EVENT_READ | selectors.EVENT_WRITE if out else selectors.EVENT_READ)
 
+    def _flush_tls(self, sock: socket.socket, out: collections.deque[memoryview]) -> None:
+        tls = self._tls
+        assert tls is not None
+        try:
+            if out:
+                tls.encrypt(out)
+                out.clear()
+            done = tls.send(sock)
+        except OSError as exc:  # ssl.SSLError is an OSError
+            self.close(self._io_error("write to", exc))
+            return
+        self._watch(selectors.EVENT_READ if done else selectors.EVENT_READ | selectors.EVENT_WRITE)
+
     # -- events from the selector (Sender thread, inside the network poll) ----------------------
 
     def on_events(self, events: int) -> None:
-        if self.state == _CLOSED:
+        state = self.state
+        if state == CLOSED:
             return
-        if self.state == _CONNECTING:
+        if state == CONNECTING:
             if events & (selectors.EVENT_WRITE | selectors.EVENT_READ):
                 self._finish_connect()
             return
+        if state == TLS:
+            self._tls_handshake(bool(events & selectors.EVENT_READ))
+            return
         if events & selectors.EVENT_READ:
             self._read()
-        if events & selectors.EVENT_WRITE and self.state in (_READY, _HANDSHAKE):
+        if events & selectors.EVENT_WRITE and self.state != CLOSED:
             self._flush(time.monotonic())
 
     def tick(self, now: float) -> None:
-        """Enforce the connect and request timeouts; write what a finished throttle held back."""
-        if self.state == _CONNECTING:
+        """Enforce the setup and request timeouts; write what a finished throttle held back; begin
+        re-authentication when it is due."""
+        state = self.state
+        if state in (CONNECTING, TLS):
             if now >= self.connect_deadline:
-                self.close(kerrors.KafkaConnectionError(
-                    f"could not connect to broker {self.node_id} at {self.host}:{self.port} within "
-                    "socket_connection_setup_timeout_ms"))
+                self.close(self._setup_timeout_error())
             return
-        if self.state not in (_READY, _HANDSHAKE):
+        if state == CLOSED:
             return
         first = self._first_deadline()
         if first is not None and first <= now:
@@ -234,14 +326,23 @@ class DirectConnection:
                 f"no answer from broker {self.node_id} within {bound} ({timeout_ms} ms); "
                 "connection closed"))
             return
+        if state != READY:
+            if self._sasl_bound() and now >= self.connect_deadline:
+                self.close(self._setup_timeout_error())
+            return
         if self.throttled_until and now >= self.throttled_until:
             self.throttled_until = 0.0
             if self._out:
                 self._flush(now)
+        if self.reauth_at is not None and now >= self.reauth_at:
+            self._reauthenticate()
 
     def _read(self) -> None:
         sock = self._sock
         assert sock is not None
+        if self._tls is not None:
+            self._read_tls(sock, self._tls)
+            return
         chunks: list[bytes] = []
         while True:
             try:
@@ -254,14 +355,25 @@ class DirectConnection:
                 return
             if not data:
                 self._deliver(chunks)
-                if self.state != _CLOSED:
-                    self.close(kerrors.KafkaConnectionError(
-                        f"broker {self.node_id} at {self.host}:{self.port} closed the connection"))
+                if self.state != CLOSED:
+                    self.close(self._closed_error())
                 return
             chunks.append(data)
             if len(data) < _RECV_SIZE:
                 break
         self._deliver(chunks)
+
+    def _read_tls(self, sock: socket.socket, tls: TlsChannel) -> None:
+        try:
+            chunks, eof = tls.receive(sock)
+            if tls.has_output and not tls.send(sock):  # a TLS 1.3 KeyUpdate's answer
+                self._watch(selectors.EVENT_READ | selectors.EVENT_WRITE)
+        except OSError as exc:  # ssl.SSLError is an OSError
+            self.close(self._io_error("read from", exc))
+            return
+        self._deliver(chunks)  # the answers before an end of stream first (a SASL failure's)
+        if eof and self.state != CLOSED:
+            self.close(self._closed_error())
 
     def _deliver(self, chunks: list[bytes]) -> None:
         """Split the received bytes into response frames and complete their requests in order.
@@ -287,6 +399,10 @@ class DirectConnection:
         while end_of_data - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > _MAX_FRAME:
+                if self.state != READY and pos == 0 and self._tls is None and looks_like_tls(buf):
+                    self.close(TlsAnswerToPlaintext(
+                        f"broker {self.node_id} at {self.host}:{self.port} answered with TLS"))
+                    return
                 self.close(kerrors.KafkaConnectionError(
                     f"broker {self.node_id} sent a frame of {size} bytes; the stream is lost"))
                 return
@@ -329,108 +445,12 @@ class DirectConnection:
                     self.throttled_until = until
                     self._log.info("txn.broker_throttled", node=self.node_id, throttle_time_ms=throttle_ms)
             future.success(response)
-            if self.state == _CLOSED:  # a callback closed us: the rest was failed by close()
+            if self.state == CLOSED:  # a callback closed us: the rest was failed by close()
                 return
         if pos == 0 and buf is self._rbuf:
             return  # no frame completed: keep the buffer as it is, not a copy of it (a Fetch answer
             # of several MB arrives in many reads; copying what came so far each time was quadratic)
         self._rbuf = bytearray(memoryview(buf)[pos:]) if pos < end_of_data else bytearray()
-
-    # -- connection lifecycle -------------------------------------------------------------------
-
-    def _connect(self) -> None:
-        try:
-            infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
-            self._addresses = [info for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
-        except OSError as exc:
-            self.close(kerrors.KafkaConnectionError(
-                f"could not resolve broker {self.node_id} at {self.host}:{self.port}: {exc}"))
-            return
-        self._try_next_address(None)
-
-    def _try_next_address(self, last_error: str | None) -> None:
-        """Connect to the next resolved address (``localhost`` may resolve to ::1 first while the
-        broker listens on 127.0.0.1 only); close with the last error when none is left."""
-        self._drop_socket()
-        while self._addresses:
-            family, socktype, proto, _name, address = self._addresses.pop(0)
-            try:
-                sock = socket.socket(family, socktype, proto)
-            except OSError as exc:
-                last_error = str(exc)
-                continue
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sock = sock
-            code = sock.connect_ex(address)
-            if code == 0:
-                self._connected()
-                return
-            if code in _IN_PROGRESS:
-                self._watch(selectors.EVENT_WRITE)
-                return
-            last_error = errno.errorcode.get(code, str(code))
-            self._drop_socket()
-        self.close(kerrors.KafkaConnectionError(
-            f"could not connect to broker {self.node_id} at {self.host}:{self.port}: "
-            f"{last_error or 'no usable address'}"))
-
-    def _finish_connect(self) -> None:
-        sock = self._sock
-        assert sock is not None
-        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if code:
-            self._try_next_address(errno.errorcode.get(code, str(code)))
-            return
-        self._connected()
-
-    def _connected(self) -> None:
-        if self._api_versions_request is None:
-            self._ready(None)
-            return
-        # ApiVersions first, ahead of anything queued: its answer says what this broker speaks
-        self.state = _HANDSHAKE
-        self._send_api_versions(_API_VERSIONS_FIRST)
-
-    def _send_api_versions(self, version: int) -> None:
-        assert self._api_versions_request is not None
-        request = self._api_versions_request(version)
-        correlation_id = self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        data, response_class, flexible = self._framer.frame(request, correlation_id)
-        future = Future()
-        future.add_callback(self._on_api_versions)
-        future.add_errback(lambda exc: self.close(exc if isinstance(exc, Exception) else None))
-        self._in_flight.appendleft((future, time.monotonic() + self._request_timeout_s,
-                                    _Expected(response_class, correlation_id, flexible)))
-        self._out.append(memoryview(data))
-        self._flush(time.monotonic())
-
-    def _on_api_versions(self, response: Any) -> None:
-        if response.error_code == _UNSUPPORTED_VERSION:
-            # an older broker: ask again with the version its answer names (or v0)
-            supported = [k.max_version for k in response.api_keys or () if k.api_key == _API_VERSIONS_KEY]
-            self._send_api_versions(min(supported[0], _API_VERSIONS_FIRST - 1) if supported else 0)
-            return
-        if response.error_code != 0:
-            self.close(kerrors.KafkaConnectionError(
-                f"broker {self.node_id} answered ApiVersions with error code {response.error_code}"))
-            return
-        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        self._ready(response)
-
-    def _ready(self, api_versions: Any) -> None:
-        self.state = _READY
-        self._log.debug("txn.connection_ready", node=self.node_id, host=self.host, port=self.port)
-        now = time.monotonic()
-        # requests queued while connecting: their timeout starts now, as the Java client's does
-        self._in_flight = collections.deque(
-            (f, now + (self._request_timeout_s if h.timeout_s is None else h.timeout_s), h)
-            for f, _, h in self._in_flight)
-        self._out.extend(self._queued)
-        self._queued.clear()
-        if self._on_ready is not None and api_versions is not None:
-            self._on_ready(self, api_versions)
-        self._flush(now)
 
     def _watch(self, events: int) -> None:
         if events == self._events or self._sock is None:
@@ -453,16 +473,19 @@ class DirectConnection:
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the socket and fail every request still waiting for an answer (idempotent)."""
-        if self.state == _CLOSED:
+        if self.state == CLOSED:
             return
-        was_ready = self.state == _READY
-        self.state = _CLOSED
+        was_ready = self.state == READY
+        self.setup_failed = not was_ready or self._reauthenticating
+        self.state = CLOSED
+        self._open = False
         self.error = error or kerrors.KafkaConnectionError(f"connection to broker {self.node_id} closed")
         self._drop_socket()
+        self._tls = None
         self._out.clear()
-        self._queued.clear()
         pending, self._in_flight = self._in_flight, collections.deque()
         self._own_timeouts = 0
+        held, self._queued = self._queued, collections.deque()
         if error is not None:
             self._log.info("txn.connection_lost", node=self.node_id, error=str(error),
                            in_flight=len(pending))
@@ -470,3 +493,6 @@ class DirectConnection:
             self._on_close(self, was_ready)
         for future, _deadline, _header in pending:
             future.failure(self.error)
+        for _data, expected in held:
+            if expected is not None:
+                expected[0].failure(self.error)

@@ -1,9 +1,11 @@
-"""The Sender's own plaintext connections, one per broker, and the network poll that serves them.
+"""The Sender's own connections, one per broker, and the network poll that serves them.
 
 Why apart from :mod:`.client`: these connections (:mod:`.connection`) are the Sender's path to the
-brokers in ``PLAINTEXT``, with their own rules - the Java client's exponential reconnect backoff, a
-request timeout per connection - and their own poll. kafka-python keeps the rest (bootstrap,
-metadata, TLS and SASL connections), and its sockets share one selector with ours.
+brokers - in plaintext, TLS and SASL alike (``security``) - with their own rules: the Java client's
+exponential reconnect backoff, a request timeout per connection, and their own poll. kafka-python
+keeps the rest (bootstrap, metadata), and its sockets share one selector with ours. A connection
+whose setup fails (TLS, SASL, closed before it was ready) is reported to ``on_setup_failed``, as
+kafka-python's are (``secured.py``), so that an authentication failure ends every wait at once.
 
 The poll (:meth:`DirectConnections.poll`) is bounded by our connections' next timeout or throttle
 end; their sockets share kafka-python's selector, which hands them their events (:mod:`.selector`),
@@ -25,6 +27,7 @@ from kafka.future import Future
 from txnproducer._internal.network.failure_log import ConnectionFailureLog
 from txnproducer._internal.network.settings import ConnectionSettings
 
+from .channel_security import ChannelSecurity
 from .connection import DirectConnection
 
 __all__ = ["DirectConnections"]
@@ -36,13 +39,19 @@ class DirectConnections:
     def __init__(self, config: ConnectionSettings, selector: Any, *, broker_address: Callable[[Any], Any],
                  api_versions_request: Callable[[int], Any],
                  on_ready: Callable[[DirectConnection, Any], None],
-                 on_close: Callable[[], None], failures: ConnectionFailureLog | None = None) -> None:
+                 on_close: Callable[[], None], security: ChannelSecurity | None = None,
+                 on_setup_failed: Callable[[Any, Any, BaseException], None] | None = None,
+                 failures: ConnectionFailureLog | None = None) -> None:
         """``selector`` is kafka-python's (our sockets share it: :mod:`.selector`);
         ``broker_address(node)`` the broker's metadata (``host``, ``port``) or None;
-        ``on_ready(conn, api_versions_answer)`` is told each connection's ApiVersions answer and
-        ``on_close()`` each closed connection (the broker may have moved: refresh metadata);
-        ``failures`` is told each failed connection attempt (a WARNING, rate-limited)."""
+        ``on_ready(conn, api_versions_answer)`` is told each connection's ApiVersions answer (once it
+        authenticated) and ``on_close()`` each closed connection (the broker may have moved: refresh
+        metadata); ``security`` is how connections secure themselves (None: plaintext);
+        ``on_setup_failed(node, broker, error)`` is told how a connection's setup or
+        (re-)authentication failed; ``failures`` each failed connection attempt (a WARNING, rate-limited)."""
         self._config = config
+        self._security = security
+        self._on_setup_failed = on_setup_failed
         self._selector = selector
         self._broker_address = broker_address
         self._api_versions_request = api_versions_request
@@ -79,7 +88,7 @@ class DirectConnections:
             request_timeout_s=config.request_timeout_ms / 1000,
             setup_timeout_s=config.socket_connection_setup_timeout_ms / 1000,
             on_close=self._closed, api_versions_request=self._api_versions_request,
-            on_ready=self._on_ready)
+            on_ready=self._on_ready, security=self._security)
         if conn.closed:  # failed at once (name resolution, refused): backoff already set
             return None
         self._conns[node] = conn
@@ -140,6 +149,8 @@ class DirectConnections:
         node = conn.node_id
         if self._conns.get(node) is conn:
             del self._conns[node]
+        if conn.setup_failed and conn.error is not None and self._on_setup_failed is not None:
+            self._on_setup_failed(node, self._broker_address(node), conn.error)
         failures = 0 if was_ready else self._reconnect.get(node, (0, 0.0))[0] + 1
         if not was_ready and self._failures is not None:
             self._failures.failed(node, f"{conn.host}:{conn.port}", str(conn.error))

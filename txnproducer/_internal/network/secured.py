@@ -32,13 +32,11 @@ from kafka.net.inet import create_connection
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
 
+from .connection_errors import TlsAnswerToPlaintext, TlsHandshakeFailed, looks_like_tls
+
 __all__ = ["EofLastSSLTransport", "EofLastTCPTransport", "SecuredConnectionManager", "TlsHandshakeFailed"]
 
 FailureHook = Callable[[Any, Any, BaseException], None]  # (node id, broker metadata, error)
-
-
-class TlsHandshakeFailed(kerrors.KafkaConnectionError):  # type: ignore[misc]
-    """The connection failed before or during the TLS handshake (the cause is chained)."""
 
 
 class _EofLast:
@@ -54,7 +52,18 @@ class _EofLast:
 
 
 class EofLastTCPTransport(_EofLast, KafkaTCPTransport):  # type: ignore[misc]
-    """Plain TCP transport that keeps a broker's last answer."""
+    """Plain TCP transport that keeps a broker's last answer, and says when the listener speaks TLS
+    (its first bytes are a TLS alert: kafka-python would read them as a 352 MB frame and wait)."""
+
+    _answered = False
+
+    def _sock_recv(self) -> tuple[bytes, Any]:
+        data, err = super()._sock_recv()
+        if data and not self._answered:
+            self._answered = True
+            if looks_like_tls(data):
+                return b"", TlsAnswerToPlaintext(f"{self.host} answered a plaintext request with TLS")
+        return data, err
 
 
 class EofLastSSLTransport(_EofLast, KafkaSSLTransport):  # type: ignore[misc]

@@ -72,6 +72,7 @@ class TlsMaterial:
         self.broker_keyfile = self._write("broker.key", broker.private_key_pem.bytes())
         self._clients: dict[str, tuple[str, str]] = {}
         self._context: ssl.SSLContext | None = None
+        self._rotations = 0
 
     def _write(self, name: str, data: bytes) -> str:
         path = os.path.join(self.directory, name)
@@ -91,6 +92,21 @@ class TlsMaterial:
                 ctx.load_verify_locations(self.ca_file)
             self._context = ctx
         return self._context
+
+    def rotate_broker_certificate(self) -> bytes:
+        """Issue the brokers a new certificate (same CA, same host names) for the connections accepted from
+        now on, as an operator renewing certificates does; connections already open keep the old one.
+        Returns the new certificate (DER), to compare with what a client saw."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        self._rotations += 1
+        broker = self._ca.issue_cert(*self.hostnames, common_name=self.hostnames[0])
+        chain = b"".join(b.bytes() for b in broker.cert_chain_pems)
+        self.broker_certfile = self._write(f"broker-{self._rotations}.pem", chain)
+        self.broker_keyfile = self._write(f"broker-{self._rotations}.key", broker.private_key_pem.bytes())
+        self._context = None  # the next connection's handshake builds a context with the new pair
+        return x509.load_pem_x509_certificate(broker.cert_chain_pems[0].bytes()).public_bytes(Encoding.DER)
 
     def client_certificate(self, name: str) -> tuple[str, str]:
         """(certfile, keyfile): a client certificate with CN ``name`` from this cluster's CA (PEM files)."""

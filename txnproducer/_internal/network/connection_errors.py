@@ -1,0 +1,37 @@
+"""How a connection's setup ended, as exceptions both kinds of connection raise (a leaf: no imports of ours).
+
+Why a leaf module: the Sender's own connections (``connection.py``) and kafka-python's
+(``secured.py``) fail in the same ways, and the classifier (``auth_failures.py``) reads both; defining
+the exceptions here keeps the three from importing each other.
+"""
+
+from __future__ import annotations
+
+import kafka.errors as kerrors
+
+__all__ = ["ClosedBeforeReady", "TlsAnswerToPlaintext", "TlsHandshakeFailed", "looks_like_tls"]
+
+_TLS_ALERT, _TLS_HANDSHAKE = 0x15, 0x16
+
+
+class TlsHandshakeFailed(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """The connection failed before or during the TLS handshake (the cause is chained)."""
+
+
+class ClosedBeforeReady(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """The broker closed the connection after the TLS handshake (if any) but before it was ready: before
+    answering ApiVersions or during the SASL exchange, with no error and no alert."""
+
+
+class TlsAnswerToPlaintext(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """A plaintext connection's first answer was a TLS record: the listener speaks TLS."""
+
+
+def looks_like_tls(data: bytes | bytearray | memoryview) -> bool:
+    """True when ``data`` starts like a TLS record (an alert or a handshake, TLS 1.0-1.3 framing).
+
+    What a Kafka TLS listener answers to a plaintext request: Kafka 4.1 sends the alert
+    ``15 03 03 00 02 02 50`` (fatal, internal_error) and closes. As a Kafka frame those bytes would be
+    a size of 352,518,912: no answer of ours starts with them.
+    """
+    return len(data) >= 3 and data[0] in (_TLS_ALERT, _TLS_HANDSHAKE) and data[1] == 3 and data[2] <= 4
