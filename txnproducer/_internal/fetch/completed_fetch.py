@@ -8,6 +8,12 @@ middle of a chunk gets the rest converted.
 
 Handing out moves the partition's position: past the last record handed out, and once the chunk is
 empty to the decoder's next offset, which is past control batches and aborted transactions at its end.
+``next_fetch_offset`` is where the chunk continues from (the Java ``CompletedFetch.nextFetchOffset``): the
+fetch offset at first, then the position each hand-out moved to. A chunk is used only while the
+partition's position is still that offset (the fetcher checks it before every hand-out): a position moved
+by anything else - a seek, a reset, a truncation found by KIP-320 validation - makes the rest of the chunk
+stale, however much of it was handed out already.
+
 A batch the decoder could not read (bad CRC, ...) ends the chunk: the records before it are handed out
 first, then the error is raised - by every ``poll()`` until the application seeks - with the position
 left at that batch.
@@ -40,7 +46,7 @@ class CompletedFetch:
         "aborted",
         "fetch_offset",
         "high_watermark",
-        "started",
+        "next_fetch_offset",
         "tp",
     )
 
@@ -54,12 +60,12 @@ class CompletedFetch:
     ) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset  # the position the fetch was sent from
+        self.next_fetch_offset = fetch_offset  # the position this chunk continues from
         self._records: Any = records
         self.aborted = [] if aborted is None else aborted  # read_committed: None from a broker means none
         self.high_watermark = high_watermark
         self._decoded: Decoded | None = None
         self._index = 0
-        self.started = False  # records were handed out: the position is now this chunk's own
 
     def _decode(self, columns: bool) -> Decoded:
         decoded = self._decoded
@@ -82,7 +88,6 @@ class CompletedFetch:
         """Up to ``max_records`` records, as objects or as columns, and move ``state``'s position.
         Raises :class:`CorruptRecordError` once the readable records are handed out."""
         decoded = self._decode(columns)
-        self.started = True
         records = decoded.records
         count = len(records)
         start = self._index
@@ -107,8 +112,11 @@ class CompletedFetch:
             # past the control batches and aborted data after the last record (and, before a batch
             # that cannot be read, up to that batch: where the error says the position stays)
             state.advance(max(decoded.next_offset, state.position or 0), decoded.last_epoch)
-            if decoded.error_offset >= 0 and stop == start:
-                raise self.error(state)
+        position = state.position
+        assert position is not None
+        self.next_fetch_offset = position
+        if stop == count and stop == start and decoded.error_offset >= 0:
+            raise self.error(state)
         return out
 
     def error(self, state: PartitionState) -> CorruptRecordError:

@@ -8,6 +8,9 @@ What it does, as the Java consumer's ``Fetcher`` / ``FetchCollector``:
   known;
 - pipelined: :meth:`collect` hands out buffered records and, before returning them, sends the next
   fetch for the partitions it emptied - the broker works on it while the application processes;
+- a chunk is handed out only while the partition is fetchable and its position is the offset the
+  chunk continues from (``CompletedFetch.next_fetch_offset``, the Java ``FetchCollector``'s check on
+  every collect): a seek, a reset or a truncation found by validation makes the rest stale;
 - each partition's answer in the order of the Java client's error handling: records are buffered as a
   :class:`~.completed_fetch.CompletedFetch` (if the position is still the one fetched from);
   OFFSET_OUT_OF_RANGE resets by ``auto_offset_reset`` (or keeps :class:`OffsetOutOfRangeError` for
@@ -17,8 +20,9 @@ What it does, as the Java consumer's ``Fetcher`` / ``FetchCollector``:
   is kept for ``poll()``;
 - after an answer with an error, or a failed request, that broker is not fetched from again before
   ``retry_backoff_ms``;
-- metadata's leader epochs are compared with each partition's: a newer one means a new leader, and a
-  position with an epoch is validated first (:mod:`.offsets`, KIP-320).
+- metadata's leader epochs are compared with each partition's: a newer one means a new leader; a
+  position with an epoch is validated first (:mod:`.offsets`, KIP-320) and the partition's buffered
+  records are dropped (they are refetched once the position is confirmed).
 
 Thread rule: the polling thread only (it also drives the network poll).
 """
@@ -98,6 +102,12 @@ class Fetcher:
             state.leader_epoch = epoch
             if state.state is FetchState.FETCHING and state.position is not None and state.offset_epoch >= 0:
                 state.state = FetchState.AWAIT_VALIDATION
+                state.next_try = 0.0
+                self.discard({state.tp})
+            elif state.state is FetchState.AWAIT_VALIDATION:
+                # ask the new leader at once: an answer still out was asked with the old epoch and is
+                # stale (``offsets.py`` drops it)
+                state.in_flight = False
                 state.next_try = 0.0
 
     def _fetchable_by_node(self) -> dict[int, dict[TopicPartition, FetchPartitionData]]:
@@ -304,12 +314,8 @@ class Fetcher:
         while completed and remaining > 0:
             chunk = completed[0]
             state = self._assignment.get(chunk.tp)
-            if (
-                state is None
-                or not state.fetchable
-                or state.position != self._expected_position(chunk, state)
-            ):
-                completed.popleft()
+            if state is None or not state.fetchable or state.position != chunk.next_fetch_offset:
+                completed.popleft()  # revoked, paused, sought, reset or truncated since: stale
                 self._buffered.discard(chunk.tp)
                 continue
             try:
@@ -336,11 +342,6 @@ class Fetcher:
                 break
         self.send_fetches()
         return out
-
-    @staticmethod
-    def _expected_position(chunk: CompletedFetch, state: Any) -> int | None:
-        """The position a chunk continues from: where it was fetched, until it hands records out."""
-        return state.position if chunk.started else chunk.fetch_offset
 
     def in_flight(self) -> int:
         return len(self._in_flight)
