@@ -115,3 +115,28 @@ def test_a_part_handed_out_chunk_is_dropped_once_the_position_moved_elsewhere() 
     assert fetcher.collect(10, columns=False) == [], "c and d belong to the log before the truncation"
     assert state.position == 1
     assert not fetcher.has_buffered()
+
+
+def test_a_fetch_session_topic_id_error_refreshes_metadata() -> None:
+    """FETCH_SESSION_TOPIC_ID_ERROR (106): the session named a topic by an id the broker no longer
+    knows; the Java client asks for new metadata (it may hold a new id) besides starting a new session."""
+    fetcher, net, _ = _fetcher(P0)
+    fetcher.send_fetches()
+    before = net.metadata_updates
+    net.answer(_answer({}, error_code=ec.FETCH_SESSION_TOPIC_ID_ERROR, session_id=0))
+    assert net.metadata_updates == before + 1
+    assert fetcher.in_flight() == 0
+
+
+def test_a_broker_with_buffered_partitions_is_not_fetched_from() -> None:
+    """KAFKA-17182: while a broker's partition has records buffered, a fetch for its other partitions
+    would forget the buffered one from the session (and add it back a round later)."""
+    fetcher, net, _ = _fetcher(P0, P1)
+    fetcher.send_fetches()
+    net.answer(_answer({P0: _batch(0, [b"a", b"b"]), P1: b""}))
+    assert [r.value for r in fetcher.collect(1, columns=False)] == [b"a"]
+    assert len(net.sent) == 1, "P1 is fetchable, but its broker still has P0's records buffered"
+    assert [r.value for r in fetcher.collect(1, columns=False)] == [b"b"]
+    assert len(net.sent) == 2, "P0 emptied: the next fetch goes out before the records are returned"
+    forgotten = net.sent[1][1].forgotten
+    assert forgotten == [], "both partitions stay in the session"
