@@ -10,10 +10,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
 
+from txnproducer import RecordDeserializationError
+from txnproducer._internal.fetch.completed_fetch import Deserializers
 from txnproducer._internal.fetch.fetcher import Fetcher
 from txnproducer._internal.fetch.positions import Assignment
 from txnproducer._internal.protocol import error_codes as ec
@@ -115,6 +118,51 @@ def test_a_part_handed_out_chunk_is_dropped_once_the_position_moved_elsewhere() 
     assert fetcher.collect(10, columns=False) == [], "c and d belong to the log before the truncation"
     assert state.position == 1
     assert not fetcher.has_buffered()
+
+
+def test_deserializers_stop_at_the_record_they_cannot_read_and_try_it_again() -> None:
+    """The hand-out side of RecordDeserializationError (the Java CompletedFetch.fetchRecords): the records
+    before the bad one are handed out, the position stays before it, and every later collect tries it
+    again - raising while it fails, handing it out once it no longer does."""
+    fetcher, net, assignment = _fetcher(P0)
+    fetcher.send_fetches()
+    net.answer(_answer({P0: _batch(0, [b"1", b"2", b"x", b"4"])}))
+    recovered = False
+
+    def as_int(value: bytes) -> int:
+        if value == b"x" and not recovered:
+            raise ValueError("not a number")
+        return 3 if value == b"x" else int(value)
+
+    deserializers = Deserializers(None, as_int)
+    assert [r.value for r in fetcher.collect(10, columns=False, deserializers=deserializers)] == [1, 2]
+    state = assignment.get(P0)
+    assert state is not None and state.position == 2
+    for _ in range(2):
+        with pytest.raises(RecordDeserializationError) as caught:
+            fetcher.collect(10, columns=False, deserializers=deserializers)
+        error = caught.value
+        assert (error.topic, error.partition, error.offset, error.origin) == (TOPIC, 0, 2, "value")
+        assert isinstance(error.__cause__, ValueError) and "t-0" in str(error)
+        assert state.position == 2, "nothing skipped"
+    recovered = True
+    assert [r.value for r in fetcher.collect(10, columns=False, deserializers=deserializers)] == [3, 4]
+    assert state.position == 4
+
+
+def test_a_key_deserializer_failure_names_the_key() -> None:
+    fetcher, net, _ = _fetcher(P0)
+    fetcher.send_fetches()
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 2**31 - 1)
+    builder.append(0, 1_700_000_000_000, b"k", b"v", [])
+    net.answer(_answer({P0: bytes(builder.build())}))
+
+    def refuse(_: bytes) -> Any:
+        raise KeyError("unknown schema")
+
+    with pytest.raises(RecordDeserializationError) as caught:
+        fetcher.collect(10, columns=False, deserializers=Deserializers(refuse, None))
+    assert caught.value.origin == "key" and caught.value.offset == 0
 
 
 def test_a_fetch_session_topic_id_error_refreshes_metadata() -> None:

@@ -60,7 +60,7 @@ from txnproducer._internal.protocol.fetch_request import (
 from txnproducer._internal.protocol.fetch_response import FetchResponseData
 from txnproducer.consumer_config import ConsumerConfig
 
-from .completed_fetch import CompletedFetch
+from .completed_fetch import CompletedFetch, Deserializers
 from .positions import Assignment, FetchState
 from .session import FetchPlan, FetchSessionHandler
 
@@ -339,9 +339,16 @@ class Fetcher:
     def has_buffered(self) -> bool:
         return bool(self._completed)
 
-    def collect(self, max_records: int, columns: bool) -> list[Any]:
-        """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, or one
-        :class:`PartitionBatch` per partition chunk with ``columns``); then the next fetches go out."""
+    def collect(
+        self, max_records: int, columns: bool, *, deserializers: Deserializers | None = None
+    ) -> list[Any]:
+        """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, deserialized with
+        ``deserializers`` if given, or one :class:`PartitionBatch` per partition chunk with
+        ``columns``); then the next fetches go out.
+
+        Raises :class:`~txnproducer.CorruptRecordError` or
+        :class:`~txnproducer.RecordDeserializationError` when the next record cannot be handed out and
+        nothing came before it (else what came before is returned, and the next call raises)."""
         out: list[Any] = []
         remaining = max_records
         completed = self._completed
@@ -353,7 +360,11 @@ class Fetcher:
                 self._buffered.discard(chunk.tp)
                 continue
             try:
-                taken = chunk.take(state, remaining, columns)
+                taken = chunk.take(state, remaining, columns, deserializers)
+            except errors.RecordDeserializationError:
+                if out:
+                    break  # hand out what came before; the next call tries the record again
+                raise
             except errors.CorruptRecordError:
                 completed.popleft()
                 self._buffered.discard(chunk.tp)
