@@ -151,8 +151,9 @@ def test_a_validation_answer_for_an_earlier_position_is_not_applied_to_a_later_o
     got = _read(consumer, 1)
     assert [(offset, value) for _, offset, value in got] == [(6, b"e1-b")]
     assert consumer.poll(0.3) == []
-    asked = [e.fields["leader_epochs"] for e in mock_cluster.request_log[since:]
-             if e.api == "OffsetForLeaderEpoch"]
+    asked = [
+        e.fields["leader_epochs"] for e in mock_cluster.request_log[since:] if e.api == "OffsetForLeaderEpoch"
+    ]
     assert asked == [[(TOPIC, 0, e0)], [(TOPIC, 0, e1)]], "the held answer came first, and was dropped"
 
 
