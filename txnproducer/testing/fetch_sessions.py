@@ -3,8 +3,9 @@
 A client opens a session with a full Fetch (``session_id`` 0, ``session_epoch`` 0) and gets its id in
 the answer; later requests of the session (epoch 1, 2, ...) name only the partitions that changed
 (added, or a new fetch offset) and the ones to forget, and the answer lists only the partitions with
-something to say - records, an error, or a high watermark, last stable offset or log start offset
-that moved since the session last reported it. Epoch -1 is a fetch without a session (every
+something to say - records, an error, or a high watermark or log start offset that moved since the
+session last reported it (Kafka's ``CachedPartition.maybeUpdateResponseData``: a last stable offset
+that moved alone is not news). Epoch -1 is a fetch without a session (every
 partition asked, every partition answered); a known id with epoch 0 or -1 closes that session first.
 
 Errors, as Kafka's ``FetchManager`` answers them (top-level ``error_code``, no partitions): an
@@ -44,8 +45,8 @@ class SessionPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
-    # last reported (high watermark, last stable offset, log start offset); None: never
-    reported: tuple[int, int, int] | None = None
+    # last reported (high watermark, log start offset); None: never
+    reported: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[Any, int]:
