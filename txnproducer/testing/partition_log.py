@@ -443,9 +443,10 @@ class PartitionLog:
 
     def set_leader(self, leader_id: int, leader_epoch: int) -> None:
         """A new leader starts its epoch at the log end, as Kafka's ``LeaderEpochFileCache.assign``: an
-        epoch that started there too (no record was written in it) is replaced, not kept."""
+        epoch that started there too (no record was written in it) is replaced, not kept. An epoch
+        without a leader (-1) enters no cache: no replica became leader in it."""
         self.leader_id = leader_id
-        if leader_epoch > self._epochs[-1][0]:
+        if leader_id >= 0 and leader_epoch > self._epochs[-1][0]:
             end = self.high_watermark
             self._epochs = [(e, start) for e, start in self._epochs if start < end]
             self._epochs.append((leader_epoch, end))

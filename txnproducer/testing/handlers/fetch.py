@@ -20,8 +20,8 @@ Behaviour:
   and is answered with only the partitions that have records, an error, or a moved high watermark or
   log start offset (Kafka's ``CachedPartition.maybeUpdateResponseData``; a moved last stable offset alone
   is not answered: the client learns it with the next answer that is). Session errors
-  (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) are the top-level ``error_code`` with no
-  partitions.
+  (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) are the
+  top-level ``error_code`` with no partitions.
 
 Authorization (KafkaApis.handleFetchRequest): Read on each topic, checked after the topic id is resolved and
 before the partition's existence: TOPIC_AUTHORIZATION_FAILED for each partition of a refused topic (an error,
@@ -178,7 +178,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     requested, forgotten = _requested(state, request, v)
     if v >= 7:
         step = state.fetch_sessions.begin(
-            ctx.broker_id, request.session_id, request.session_epoch, requested, forgotten
+            ctx.broker_id, request.session_id, request.session_epoch, requested, forgotten, by_id=v >= 13
         )
         if step.error_code != ec.NONE:
             return api_messages.build(
