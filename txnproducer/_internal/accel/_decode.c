@@ -155,6 +155,12 @@ static inline int
 read_varint32(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int32_t *out)
 {
     Py_ssize_t p = *pos;
+    if (p < end && b[p] < 0x80) { /* the common one-byte case first */
+        unsigned char c = b[p];
+        *out = (int32_t)(c >> 1) ^ -(int32_t)(c & 1);
+        *pos = p + 1;
+        return 0;
+    }
     uint32_t v = 0;
     for (int shift = 0;; shift += 7) {
         if (p >= end)
@@ -180,6 +186,12 @@ static inline int
 read_varlong(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int64_t *out)
 {
     Py_ssize_t p = *pos;
+    if (p < end && b[p] < 0x80) {
+        unsigned char c = b[p];
+        *out = (int64_t)(c >> 1) ^ -(int64_t)(c & 1);
+        *pos = p + 1;
+        return 0;
+    }
     uint64_t v = 0;
     for (int shift = 0;; shift += 7) {
         if (shift > 63 || p >= end)
