@@ -21,6 +21,8 @@ PURE: tuple[str, ...] = (
     "tests/mock/test_producer_send_paths.py",
     "tests/mock/test_producer_send_fuzz.py",
     "tests/mock/test_consumer.py",
+    "tests/mock/test_consumer_fetching.py",
+    "tests/mock/test_consumer_positions.py",
 )
 
 #: the whole suite's selection: every tier but the Spark cluster tier's real-broker scenario (it

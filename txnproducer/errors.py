@@ -52,6 +52,7 @@ __all__ = [
     "PreparedTransactionLostError",
     "ProduceRejectedError",
     "ProducerFencedError",
+    "RecordDeserializationError",
     "RecordTooLargeError",
     "RetriableError",
     "SaslAuthenticationError",
@@ -130,6 +131,25 @@ class CorruptRecordError(TxnProducerError):
         self.topic = topic
         self.partition = partition
         self.offset = offset
+
+
+class RecordDeserializationError(TxnProducerError):
+    """A fetched record's key or value deserializer raised (the Java client's
+    ``RecordDeserializationException``).
+
+    ``topic``, ``partition`` and ``offset`` name the record, ``origin`` is ``"key"`` or ``"value"``; the
+    deserializer's exception is the ``__cause__``. Nothing was skipped: the records before it were
+    returned and the position stays before it, so every later ``poll()`` tries the record again (a
+    deserializer that recovers goes on from there) and raises this while it fails. ``seek(tp, offset + 1)``
+    skips the record knowingly.
+    """
+
+    def __init__(self, message: str, *, topic: str, partition: int, offset: int, origin: str) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.origin = origin
 
 
 class OffsetOutOfRangeError(TxnProducerError):

@@ -232,3 +232,124 @@ def test_a_kafka_python_consumer_keeps_fetching_after_the_leader_moves(mock_clus
         assert any(e.api == "OffsetForLeaderEpoch" for e in mock_cluster.request_log)
     finally:
         consumer.close()
+
+
+# -- where the mock differed from Kafka 4.1 (review D) ---------------------------------------------------
+
+
+def _list_offset(client: WireClient, ts: int, current_leader_epoch: int = -1) -> tuple[int, int, int]:
+    t = ListOffsetsRequest.ListOffsetsTopic
+    req = ListOffsetsRequest[9](
+        replica_id=-1,
+        isolation_level=1,
+        topics=[
+            t(
+                name=TOPIC,
+                partitions=[
+                    t.ListOffsetsPartition(
+                        partition_index=0, current_leader_epoch=current_leader_epoch, timestamp=ts
+                    )
+                ],
+            )
+        ],
+    )
+    part = client.send(req).topics[0].partitions[0]
+    return int(part.error_code), int(part.offset), int(part.leader_epoch)
+
+
+def _epoch_end(client: WireClient, epoch: int, current_leader_epoch: int = -1) -> tuple[int, int, int]:
+    from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
+
+    t = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    req = OffsetForLeaderEpochRequest[4](
+        replica_id=-1,
+        topics=[
+            t(
+                topic=TOPIC,
+                partitions=[
+                    t.OffsetForLeaderPartition(
+                        partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=epoch
+                    )
+                ],
+            )
+        ],
+    )
+    part = client.send(req).topics[0].partitions[0]
+    return int(part.error_code), int(part.leader_epoch), int(part.end_offset)
+
+
+def test_list_offsets_earliest_carries_the_earliest_cached_epoch(
+    mock_cluster: MockCluster, wire: Wire
+) -> None:
+    """Kafka answers EARLIEST with the first epoch of its leader epoch cache
+    (UnifiedLog.fetchOffsetByTimestamp), LATEST with the current one; the mock answered the current
+    epoch for both."""
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    append(log, mock_cluster, build_batch([(None, b"a"), (None, b"b")]))  # epoch 0: offsets 0-1
+    other = next(b for b in mock_cluster.broker_ids if b != log.leader_id)
+    mock_cluster.move_leader(TOPIC, 0, other)
+    append(log, mock_cluster, build_batch([(None, b"c")]))  # epoch 1: offset 2
+    client = wire(other)
+    assert _list_offset(client, -2) == (0, 0, 0)
+    assert _list_offset(client, -1) == (0, 3, 1)
+    mock_cluster.delete_records(TOPIC, 0, 2)  # the cache is truncated from the start: epoch 1 from 2
+    assert _list_offset(client, -2) == (0, 2, 1)
+    assert _epoch_end(client, 0) == (0, 0, 2), "an epoch before the cache: the next epoch's start"
+
+
+def test_a_leader_epoch_in_which_nothing_was_written_is_replaced_in_the_cache(
+    mock_cluster: MockCluster, wire: Wire
+) -> None:
+    """LeaderEpochFileCache.assign drops entries starting at or after the new one: a leader that wrote
+    nothing leaves no epoch behind (EARLIEST then answers the new leader's)."""
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    other = next(b for b in mock_cluster.broker_ids if b != log.leader_id)
+    mock_cluster.move_leader(TOPIC, 0, other)  # epoch 1 starts at 0, where epoch 0 started
+    assert _list_offset(wire(other), -2) == (0, 0, 1)
+
+
+def test_list_offsets_and_offset_for_leader_epoch_check_the_epoch_before_the_leader(
+    mock_cluster: MockCluster, wire: Wire
+) -> None:
+    """Partition.getLocalLog on a replica that is not the leader: a stale current_leader_epoch is
+    FENCED_LEADER_EPOCH (the asker's metadata is old), before NOT_LEADER_OR_FOLLOWER."""
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    first = log.leader_id
+    other = next(b for b in mock_cluster.broker_ids if b != first)
+    mock_cluster.move_leader(TOPIC, 0, other)  # epoch 1
+    follower = wire(first)
+    assert _list_offset(follower, -1, current_leader_epoch=0)[0] == ec.FENCED_LEADER_EPOCH
+    assert _list_offset(follower, -1, current_leader_epoch=5)[0] == ec.UNKNOWN_LEADER_EPOCH
+    assert _list_offset(follower, -1, current_leader_epoch=1)[0] == ec.NOT_LEADER_OR_FOLLOWER
+    assert _epoch_end(follower, 0, current_leader_epoch=0)[0] == ec.FENCED_LEADER_EPOCH
+    assert _epoch_end(follower, 0, current_leader_epoch=5)[0] == ec.UNKNOWN_LEADER_EPOCH
+    assert _epoch_end(follower, 0, current_leader_epoch=1)[0] == ec.NOT_LEADER_OR_FOLLOWER
+
+
+def test_an_incremental_fetch_does_not_answer_a_partition_whose_last_stable_offset_alone_moved(
+    mock_cluster: MockCluster, wire: Wire, monkeypatch: Any
+) -> None:
+    """CachedPartition.maybeUpdateResponseData answers records, errors, a moved high watermark or log
+    start offset - not a moved last stable offset. The mock's single log moves the high watermark with
+    every marker; a replicated broker's LSO can move alone (its high watermark trails the log end),
+    which the test makes this log do."""
+    log = mock_cluster.create_topic(TOPIC, 1).partitions[0]
+    append(log, mock_cluster, build_batch([(None, b"a")]))
+    client = wire(log.leader_id)
+
+    def fetch(session_id: int, epoch: int, named: bool) -> Any:
+        req = fetch_req(12, offset=1, isolation=1)
+        req.session_id, req.session_epoch = session_id, epoch
+        if not named:
+            req.topics = []
+        return client.send(req)
+
+    opened = fetch(0, 0, named=True)
+    assert opened.error_code == 0 and opened.session_id > 0
+    assert fetch(opened.session_id, 1, named=False).responses == [], "nothing changed"
+    monkeypatch.setattr(PartitionLog, "last_stable_offset", property(lambda _log: 0))
+    assert fetch(opened.session_id, 2, named=False).responses == [], "the LSO alone moved"
+    monkeypatch.undo()
+    append(log, mock_cluster, build_batch([(None, b"b")]))
+    moved = fetch(opened.session_id, 3, named=False)
+    assert [p.high_watermark for t in moved.responses for p in t.partitions] == [2]

@@ -17,6 +17,17 @@ Two levels:
   MockCluster, and everything is compared, Produce/Fetch/DescribeProducers included.
 
 The recordings' placeholders for wall-clock values (``$TS``) only require a positive value.
+
+Two sets of recordings: the team's (``shared/conformance/kafka-4.1.0``, transactional flows) and the read
+path's, kept in this repository (``tests/conformance/kafka-4.1.0``: ListOffsets and OffsetForLeaderEpoch
+across a restart and DeleteRecords, incremental fetch sessions, the classic group protocol; recorded by
+``tests/conformance/record_read_path.py``, in the same format). The read path's are replayed at wire level
+only (no transactional step for the handler level to check); their placeholders ``$MEMBERn`` (member
+ids) and ``$SESSIONn`` (fetch session ids) bind to the mock's values on first sight, as ``$TOPIC_IDn`` do,
+and requests use the bound values; request bytes are ``{"latin1": ...}`` (``$RUN`` substituted first).
+Their actions: ``restart_broker`` (the one-broker mock's stop and start: a new leader epoch, as the real
+node's restart) and ``delete_records`` (the mock has no DeleteRecords handler:
+``MockCluster.delete_records``).
 """
 
 from __future__ import annotations
@@ -38,7 +49,14 @@ from kafka.protocol.admin.transactions import (
     ListTransactionsRequest,
 )
 from kafka.protocol.consumer.fetch import FetchRequest
-from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
@@ -69,6 +87,9 @@ def _recordings_dir() -> Path:
 RECORDINGS = _recordings_dir()
 FILES = ["tv2_commit_flow", "tv1_commit_flow", "errors", "txn_timeout", "epoch_bump_kip360",
          "epoch_overflow", "describe_ongoing"]
+#: the read path's recordings, in this repository (see the module docstring)
+READ_PATH_RECORDINGS = Path(__file__).resolve().parents[1] / "conformance" / "kafka-4.1.0"
+READ_PATH_FILES = ["read_offsets", "fetch_sessions", "classic_group"]
 
 TXN_REQUESTS: dict[str, Any] = {
     "InitProducerId": InitProducerIdRequest,
@@ -87,16 +108,24 @@ OTHER_REQUESTS: dict[str, Any] = {
     "Fetch": FetchRequest,
     "DescribeProducers": DescribeProducersRequest,
     "OffsetFetch": OffsetFetchRequest,
+    "ListOffsets": ListOffsetsRequest,
+    "OffsetForLeaderEpoch": OffsetForLeaderEpochRequest,
+    "JoinGroup": JoinGroupRequest,
+    "SyncGroup": SyncGroupRequest,
+    "Heartbeat": HeartbeatRequest,
+    "LeaveGroup": LeaveGroupRequest,
 }
 CONCURRENT_TRANSACTIONS = 51
 PID_RE = re.compile(r"^\$PID\d+$")
 FREE_PLACEHOLDERS = ("$CLUSTER_ID", "$FEATURES_EPOCH", "$THROTTLE_MS")
+# values the broker makes up: bound to the mock's on first sight, substituted in later requests
+BOUND_PLACEHOLDERS = ("$TOPIC_ID", "$MEMBER", "$SESSION")
 # lists whose order the broker does not define (README: "the order of partitions inside some responses")
 UNORDERED_KEYS = ("index", "partition_index", "name", "topic", "transactional_id")
 
 
-def load(name: str) -> dict[str, Any]:
-    with open(RECORDINGS / f"{name}.json") as fh:
+def load(name: str, directory: Path = RECORDINGS) -> dict[str, Any]:
+    with open(directory / f"{name}.json") as fh:
         return dict(json.load(fh))
 
 
@@ -107,7 +136,9 @@ def build(cls: Any, data: dict[str, Any], version: int | None = None) -> Any:
         if name not in data:
             continue
         value = data[name]
-        if value is not None and field.is_struct_array():
+        if isinstance(value, dict) and set(value) == {"latin1"}:  # request bytes, as recorded
+            value = value["latin1"].encode("latin-1")
+        elif value is not None and field.is_struct_array():
             value = [build(field.data_class, item) for item in value]
         elif value is not None and field.is_struct():
             value = build(field.data_class, value)
@@ -130,7 +161,7 @@ class Replay:
         self.checked = 0
         self.skipped: list[str] = []
         self._foreign = 7_000_000
-        self.topic_ids: dict[str, str] = {}
+        self.bound: dict[str, Any] = {}  # $TOPIC_IDn, $MEMBERn, $SESSIONn -> the mock's value
         self.port = 9092  # the recorded broker's port; the wire replay maps it to the mock's
 
     # -- placeholders
@@ -146,8 +177,8 @@ class Replay:
                     self._foreign += 1
                     self.pids[value] = self._foreign
                 return self.pids[value]
-            if value.startswith("$TOPIC_ID") and value in self.topic_ids:
-                return self.topic_ids[value]
+            if value.startswith(BOUND_PLACEHOLDERS) and value in self.bound:
+                return self.bound[value]
             return value.replace("$RUN", self.run)
         return value
 
@@ -184,10 +215,11 @@ class Replay:
             if not (isinstance(actual, int) and actual > 0):
                 self.diffs.append(f"{where}: expected a timestamp, got {actual!r}")
             return
-        if isinstance(expected, str) and expected.startswith("$TOPIC_ID"):
-            bound = self.topic_ids.setdefault(expected, str(actual))
-            if bound != str(actual):
-                self.diffs.append(f"{where}: expected {expected}={bound}, got {actual}")
+        if isinstance(expected, str) and expected.startswith(BOUND_PLACEHOLDERS):
+            value = str(actual) if expected.startswith("$TOPIC_ID") else actual
+            bound = self.bound.setdefault(expected, value)
+            if bound != value:
+                self.diffs.append(f"{where}: expected {expected}={bound!r}, got {actual!r}")
             return
         if isinstance(expected, str) and expected in FREE_PLACEHOLDERS:
             return
@@ -562,6 +594,17 @@ class WireReplay(HandlerReplay):
 
     def run_wire_action(self, step: dict[str, Any], where: str) -> None:
         state = self.cluster.state
+        if step["action"] == "restart_broker":
+            self.cluster.stop_broker(1)
+            self.cluster.start_broker(1)
+            self.client.close()
+            host, port = self.cluster.broker_address(1)
+            self.port = port
+            self.client = WireClient(host, port, timeout=10.0)
+            return
+        if step["action"] == "delete_records":
+            self.cluster.delete_records(self.subst(step["topic"]), step["partition"], step["offset"])
+            return
         if step["action"] == "sleep":
             # the coordinator's periodic check, as if the recorded silence had passed
             with state.lock:
@@ -586,6 +629,19 @@ def test_wire_level_replay(file_name: str) -> None:
         replay = WireReplay(file_name, cluster)
         try:
             replay.run_file(load(file_name))
+        finally:
+            replay.close()
+    assert replay.checked > 0
+    assert not replay.diffs, "\n".join([*replay.diffs, "(setup steps:)", *replay.setup_diffs])
+
+
+@pytest.mark.parametrize("file_name", READ_PATH_FILES)
+def test_wire_level_replay_of_the_read_path(file_name: str) -> None:
+    """The read path's recordings (ListOffsets, OffsetForLeaderEpoch, fetch sessions, classic groups)."""
+    with MockCluster(num_brokers=1, transaction_version=2) as cluster:
+        replay = WireReplay(file_name, cluster)
+        try:
+            replay.run_file(load(file_name, READ_PATH_RECORDINGS))
         finally:
             replay.close()
     assert replay.checked > 0

@@ -151,9 +151,27 @@ def test_a_heartbeat_not_coordinator_rediscovers_it_without_a_rebalance(cluster:
     assert stable.generation == generation and stable.hooks.kinds() == ["assign"]
 
 
+@pytest.mark.parametrize("code", [ec.GROUP_AUTHORIZATION_FAILED, ec.UNKNOWN_SERVER_ERROR])
+def test_other_heartbeat_errors_are_retried_and_the_member_keeps_its_partitions(
+        cluster: MockCluster, stable: PolledMember, code: int) -> None:
+    """As Java's HeartbeatThread: only FENCED_INSTANCE_ID ends a member from a heartbeat; any other
+    error is a failed heartbeat, retried after the backoff (the 4.x coordinator answers
+    UNKNOWN_SERVER_ERROR for failures of its own). Both used to end the member, its partitions lost."""
+    generation = stable.generation
+    since = cluster.requests.next_seq()
+    cluster.inject_error("Heartbeat", code, count=2)
+    cluster.wait_for_request(lambda e: e.api == "Heartbeat" and e.injected, timeout=WAIT_S, since=since)
+    answered = cluster.wait_for_request(lambda e: e.api == "Heartbeat" and not e.injected, timeout=WAIT_S,
+                                        since=since)
+    refused = [e.error_codes for e in cluster.request_log[since:answered.seq] if e.api == "Heartbeat"]
+    assert refused == [(code,)] * 2
+    assert not answered.error_codes, "the member is still in its generation"
+    assert stable.errors == [] and stable.generation == generation
+    assert stable.hooks.kinds() == ["assign"] and len(stable.assignment) == PARTITIONS
+
+
 @pytest.mark.parametrize(("code", "error_class"), [
     (ec.FENCED_INSTANCE_ID, errors.FencedInstanceIdError),
-    (ec.GROUP_AUTHORIZATION_FAILED, errors.GroupAuthorizationError),
 ])
 def test_heartbeat_errors_that_end_the_member_lose_its_partitions_and_raise(
         cluster: MockCluster, stable: PolledMember, code: int, error_class: type[Exception]) -> None:

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
+from txnproducer import ConfigError
 from txnproducer._internal.accel import DECODE
+from txnproducer._internal.fetch import decoder as decoder_module
 from txnproducer._internal.fetch.decoder import Decoded, columns_from_records, decode_partition
 from txnproducer.testing.partition_log import PartitionLog, parse_batches
 
@@ -247,3 +249,304 @@ def test_columns_from_records_round_trip() -> None:
     batch = columns_from_records("t", 0, records)
     assert batch.records() == records and batch.next_offset == 2
     assert list(batch.values) == [b"v", None] and batch.values.view(0) == b"v"
+
+
+# -- the edges a Java consumer reads one way (review C1, C2, E): both decoders agree, and agree with Java --
+
+MASK64 = (1 << 64) - 1
+
+
+def _uvarint(u: int, width: int = 0) -> bytes:
+    """``u`` as an unsigned varint, padded with continuation bytes to ``width`` bytes (Java reads padded
+    encodings as the same value)."""
+    out = bytearray()
+    while True:
+        byte, u = u & 0x7F, u >> 7
+        if u or len(out) + 1 < width:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _zz(v: int) -> int:
+    return ((v << 1) ^ (v >> 63)) & MASK64
+
+
+def _varint(v: int, width: int = 0) -> bytes:
+    return _uvarint(_zz(v), width)
+
+
+def _record(
+    *,
+    ts_delta: bytes = b"\x00",
+    off_delta: bytes = b"\x00",
+    key: tuple[bytes, bytes] = (b"\x01", b""),
+    value: tuple[bytes, bytes] = (b"\x02", b"v"),
+    headers: bytes = b"\x00",
+    length: bytes | None = None,
+) -> bytes:
+    """A record from encoded fields (each a varint's bytes, chosen by the caller); ``length`` defaults to
+    the body's true length."""
+    body = b"\x00" + ts_delta + off_delta + key[0] + key[1] + value[0] + value[1] + headers
+    return (_varint(len(body)) if length is None else length) + body
+
+
+def _raw_batch(
+    records: bytes,
+    count: int,
+    *,
+    base_offset: int = 0,
+    first_ts: int = 1_000,
+    last_delta: int = 0,
+    attributes: int = 0,
+    pid: int = -1,
+) -> bytes:
+    return _with_valid_crc(
+        (base_offset, 0, 0, 2, 0, attributes, last_delta, first_ts, first_ts, pid, 0, 0, count), records
+    )
+
+
+# an encoded varint field: a value in some encoding (minimal or padded), or bytes chosen at random
+# (10-byte varints with bits past the 64th, 6-byte int32s, lengths near INT64_MAX, ...)
+_ints = st.one_of(
+    st.integers(-3, 8),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([2**31 - 1, -(2**31), 2**31, 2**32 + 1, 2**63 - 4, 2**63 - 40, -(2**63)]),
+)
+_encoded = st.one_of(
+    st.builds(lambda v, w: _varint(v, w), _ints, st.integers(0, 10)),
+    st.builds(
+        lambda groups: bytes(g | 0x80 for g in groups[:-1]) + bytes([groups[-1]]),
+        st.lists(st.integers(0, 127), min_size=1, max_size=11),
+    ),
+)
+_small_bytes = st.binary(max_size=6)
+_field = st.tuples(_encoded, _small_bytes)
+_raw_record = st.builds(
+    lambda ts, off, key, value, n, hk, hv, length: _record(
+        ts_delta=ts,
+        off_delta=off,
+        key=key,
+        value=value,
+        headers=n + hk[0] + hk[1] + hv[0] + hv[1],
+        length=length,
+    ),
+    _encoded,
+    _encoded,
+    _field,
+    _field,
+    st.sampled_from([b"\x00", b"\x02", _varint(-1), _varint(2**31 - 1)]),
+    _field,
+    _field,
+    st.one_of(st.none(), _encoded),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=st.lists(_raw_record, min_size=1, max_size=3),
+    count_change=st.sampled_from([0, 0, 0, -1, 1, "negative"]),
+    base_offset=st.sampled_from([0, 5, 2**63 - 2, -(2**63), 2**62]),
+    first_ts=st.sampled_from([1_000, 2**63 - 5, -(2**63) + 3, 0]),
+    attributes=st.sampled_from([0, 0x08, 0x10, 0x20, 0x30]),
+    pid=st.sampled_from([-1, 7]),
+    aborted_as_lists=st.booleans(),
+    columns=st.booleans(),
+    fetch_offset=st.sampled_from([0, 1, -(2**63)]),
+)
+def test_java_edge_fields_are_read_the_same_by_both_decoders(
+    records: list[bytes],
+    count_change: Any,
+    base_offset: int,
+    first_ts: int,
+    attributes: int,
+    pid: int,
+    aborted_as_lists: bool,
+    columns: bool,
+    fetch_offset: int,
+) -> None:
+    """Fields encoded at Java's limits and past them - 5-byte int32 varints with bits past the 32nd, 6-byte
+    ones, 10-byte varlongs with bits past the 64th, lengths near INT64_MAX, offsets and timestamps that
+    wrap - and aborted transactions as lists or tuples: the compiled decoder answers exactly as the
+    reference, records or columns, or both report the same batch unreadable."""
+    count = -1 if count_change == "negative" else len(records) + count_change
+    data = _raw_batch(
+        b"".join(records), count, base_offset=base_offset, first_ts=first_ts, attributes=attributes, pid=pid
+    ) + _control_marker(base_offset, 7)
+    aborted: Any = [[7, 0]] if aborted_as_lists else [(7, 0)]
+    decoded = _decode_all(data, fetch_offset, aborted, columns=columns)
+    _same(decoded, _decode_all(data, fetch_offset, [(7, 0)], columns=columns))
+
+
+def _control_marker(after: int, pid: int, abort: bool = True) -> bytes:
+    key = struct.pack(">hh", 0, 0 if abort else 1)
+    record = _record(key=(_varint(4), key), value=(_varint(6), struct.pack(">hi", 0, 0)))
+    base = (after + 1) & MASK64
+    base = base - (1 << 64) if base >= 1 << 63 else base
+    return _raw_batch(record, 1, base_offset=base, attributes=0x30, pid=pid)
+
+
+def _one(data: bytes, **kwargs: Any) -> Decoded:
+    return _decode_all(data, kwargs.pop("fetch_offset", 0), kwargs.pop("aborted", []), **kwargs)
+
+
+def test_int32_fields_take_at_most_five_bytes_and_keep_java_s_32_bits() -> None:
+    # offset delta 1 padded to 5 bytes, its 5th byte carrying bits past the 32nd (0x70): Java drops them
+    five = bytes([0x82, 0x80, 0x80, 0x80, 0x70])
+    decoded = _one(_raw_batch(_record(off_delta=five), 1, base_offset=10))
+    assert [r.offset for r in decoded.records] == [11]
+    six = bytes([0x82, 0x80, 0x80, 0x80, 0x80, 0x00])  # a 6th byte: Java's readVarint refuses it
+    decoded = _one(_raw_batch(_record(off_delta=six), 1))
+    assert decoded.records == [] and decoded.error_offset == 0 and decoded.error_reason is not None
+    # a header key length near INT64_MAX as a 10-byte varint: an int32 field, so too long (never a
+    # MemoryError or an overflowed bounds check)
+    headers = b"\x02" + _varint(2**63 - 4) + b"xx" + _varint(-1)
+    decoded = _one(_raw_batch(_record(headers=headers), 1))
+    assert decoded.error_offset == 0 and decoded.error_reason is not None
+
+
+def test_the_timestamp_delta_is_a_varlong_that_keeps_64_bits_and_wraps_as_java_longs() -> None:
+    # delta 3 as 10 bytes whose last byte carries bits past the 64th (Java's long shift drops them)
+    ten = bytes([0x86] + [0x80] * 8 + [0x7E])
+    decoded = _one(_raw_batch(_record(ts_delta=ten), 1, first_ts=100))
+    assert [r.timestamp for r in decoded.records] == [103]
+    decoded = _one(_raw_batch(_record(ts_delta=_varint(10)), 1, first_ts=2**63 - 5))
+    assert [r.timestamp for r in decoded.records] == [-(2**63) + 5], "Java's long addition wraps"
+    decoded = _one(
+        _raw_batch(_record(off_delta=_varint(3)), 1, base_offset=2**63 - 2, last_delta=3),
+        fetch_offset=-(2**63),
+    )
+    assert [r.offset for r in decoded.records] == [-(2**63) + 1]
+
+
+def test_a_negative_key_or_value_length_is_null_as_in_java() -> None:
+    record = _record(key=(_varint(-5), b""), value=(_varint(-2), b""))
+    for columns in (False, True):
+        decoded = _one(_raw_batch(record, 1), columns=columns)
+        got = decoded.records if isinstance(decoded.records, list) else decoded.records.records()
+        assert [(r.key, r.value) for r in got] == [(None, None)]
+    batch = _one(_raw_batch(record, 1), columns=True).records
+    assert not isinstance(batch, list) and list(batch.keys.lengths) == [-1] == list(batch.values.lengths)
+
+
+def test_a_header_key_that_is_not_utf8_is_read_with_replacement_characters_as_java_does() -> None:
+    headers = b"\x02" + _varint(2) + b"\xff\xfe" + _varint(1) + b"x"
+    decoded = _one(_raw_batch(_record(headers=headers), 1))
+    assert [list(r.headers) for r in decoded.records] == [[("\ufffd\ufffd", b"x")]]
+
+
+def test_a_negative_record_count_is_an_unreadable_batch_where_java_reads_the_records() -> None:
+    assert _one(_raw_batch(b"", -1)).error_offset == 0, "a data batch"
+    marker = _control_marker(-1, 7)
+    count_at = 57
+    bad_marker = bytearray(marker)
+    struct.pack_into(">i", bad_marker, count_at, -1)
+    bad = _with_valid_crc(struct.unpack_from(">qiibIhiqqqhii", bad_marker), bytes(bad_marker[61:]))
+    assert _one(bad, aborted=[(7, 0)]).error_offset == 0, "an ABORT/COMMIT marker read in read_committed"
+    assert _one(bad, aborted=None).error_reason is None, "a control batch not read (read_uncommitted)"
+
+
+def test_aborted_transactions_may_be_lists_or_tuples_and_nothing_else() -> None:
+    txn = _raw_batch(_record(), 1, attributes=0x10, pid=7) + _control_marker(0, 7)
+    for aborted in ([(7, 0)], [[7, 0]], ((7, 0),)):
+        assert _one(txn, aborted=aborted).records == [] and _one(txn, aborted=aborted).next_offset == 2
+    for implementation in IMPLEMENTATIONS:
+        for bad in ([(7, 0, 1)], [7]):
+            with pytest.raises(ValueError, match="producer id, first offset"):
+                decode_partition(txn, 0, bad, "t", 0, compiled=implementation)
+
+
+# -- decompression (review A6) and columns past 2 GiB (review C8) -------------------------------------
+
+
+def _gzip_batch(values: list[bytes], *, transactional: bool = False, pid: int = -1) -> bytes:
+    """A gzip batch of ``values``, each repeated to 200 bytes (kafka-python writes a batch that does not
+    shrink uncompressed)."""
+    batch = _batch(
+        [(None, v * (200 // len(v)), []) for v in values],
+        1,
+        pid,
+        0 if pid >= 0 else -1,
+        0 if pid >= 0 else -1,
+        transactional,
+    )
+    assert struct.unpack_from(">h", batch, 21)[0] & 0x07 == 1, "compressed"
+    return batch
+
+
+@pytest.mark.parametrize("raised", [MemoryError, KeyboardInterrupt])
+def test_what_a_codec_raises_that_is_not_damaged_data_propagates(
+    monkeypatch: pytest.MonkeyPatch, raised: type[BaseException]
+) -> None:
+    """Out of memory or an interrupt while decompressing is not a corrupt batch: reported as one, its
+    advice (seek past the batch) would skip committed records."""
+
+    def fail(_data: bytes) -> bytes:
+        raise raised()
+
+    data = _gzip_batch([b"a"])
+    monkeypatch.setattr(codecs, "gzip_decode", fail)
+    for implementation in IMPLEMENTATIONS:
+        with pytest.raises(raised):
+            decode_partition(data, 0, [], "t", 0, compiled=implementation)
+
+
+def test_data_a_codec_cannot_decompress_is_an_unreadable_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import zlib
+
+    def fail(_data: bytes) -> bytes:
+        raise zlib.error("invalid stored block lengths")
+
+    data = _batch([(None, b"ok", [])], 0) + _offset_by(_gzip_batch([b"a"]), 1)
+    monkeypatch.setattr(codecs, "gzip_decode", fail)
+    decoded = _one(data)
+    assert [r.value for r in decoded.records] == [b"ok"] and decoded.error_offset == 1
+    assert decoded.error_reason is not None and "invalid stored block lengths" in decoded.error_reason
+
+
+def test_a_codec_that_is_not_installed_is_a_config_error_naming_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _gzip_batch([b"a"])
+    monkeypatch.setattr(codecs, "has_gzip", lambda: False)
+    for implementation in IMPLEMENTATIONS:
+        with pytest.raises(ConfigError, match="pip install"):
+            decode_partition(data, 0, [], "t", 0, compiled=implementation)
+
+
+def test_an_aborted_transaction_s_batch_is_skipped_without_decompressing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the Java consumer: an aborted batch is read past, not read (not even decompressed)."""
+    data = _gzip_batch([b"aborted"], transactional=True, pid=7) + _control_marker(0, 7)
+    monkeypatch.setattr(codecs, "gzip_decode", lambda _data: pytest.fail("decompressed an aborted batch"))
+    decoded = _one(data, aborted=[(7, 0)])
+    assert decoded.records == [] and decoded.next_offset == 2 and decoded.error_reason is None
+
+
+def _offset_by(batch: bytes, base_offset: int) -> bytes:
+    moved = bytearray(batch)
+    struct.pack_into(">q", moved, 0, base_offset)  # outside the CRC, as the broker writes it
+    return bytes(moved)
+
+
+@pytest.fixture
+def small_columns() -> Any:
+    """Both decoders' columns limited to 8-byte starts (a real 2 GiB chunk is beyond a unit test)."""
+    previous = decoder_module._set_column_limit(8)
+    yield
+    decoder_module._set_column_limit(previous)
+
+
+def test_columns_past_what_int32_starts_address_raise_instead_of_wrapping(small_columns: Any) -> None:
+    """The compiled decoder cast the keys' and values' starts to int32: past 2 GiB in one chunk they
+    wrapped and the columns pointed at the wrong bytes (the reference raised OverflowError). Both refuse
+    now, with advice; records are not limited."""
+    data = _batch([(None, b"12345", []), (None, b"67890", []), (None, b"abcde", [])], 0)
+    for implementation in IMPLEMENTATIONS:
+        with pytest.raises(OverflowError, match=r"poll\(\) \(records\)"):
+            decode_partition(data, 0, [], "t", 0, columns=True, compiled=implementation)
+    assert [r.value for r in _one(data).records] == [b"12345", b"67890", b"abcde"]
+    fits = _batch([(None, b"1234", []), (None, b"5678", []), (None, b"9", [])], 0)
+    assert list(_one(fits, columns=True).records.values) == [b"1234", b"5678", b"9"]

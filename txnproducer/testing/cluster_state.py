@@ -199,7 +199,9 @@ class ClusterState:
 
     def rebalance_leaders(self) -> None:
         """Move leadership off dead brokers and back to preferred leaders; bump epochs on every move.
-        An offline partition keeps no leader (-1)."""
+        An offline partition keeps no leader (-1), and so does one whose every replica (every broker) is
+        down: KRaft's controller leaves it without a leader (epoch + 1) and elects the first replica back
+        (epoch + 1 again) - a one-node cluster's restart moves the epoch by 2, as the 4.1 recording shows."""
         for topic in self.topics.values():
             for log in topic.partitions:
                 if log.offline:
@@ -207,6 +209,8 @@ class ClusterState:
                 wanted = self._ring_pick(
                     sorted(self.brokers).index(self.replicas_of(topic.name, log.partition)[0])
                 )
+                if not self.brokers[wanted].alive:
+                    wanted = -1
                 if wanted != log.leader_id:
                     log.set_leader(wanted, log.leader_epoch + 1)
         self.notify_all()

@@ -3,18 +3,21 @@
 A client opens a session with a full Fetch (``session_id`` 0, ``session_epoch`` 0) and gets its id in
 the answer; later requests of the session (epoch 1, 2, ...) name only the partitions that changed
 (added, or a new fetch offset) and the ones to forget, and the answer lists only the partitions with
-something to say - records, an error, or a high watermark, last stable offset or log start offset
-that moved since the session last reported it. Epoch -1 is a fetch without a session (every
+something to say - records, an error, or a high watermark or log start offset that moved since the
+session last reported it (Kafka's ``CachedPartition.maybeUpdateResponseData``: a last stable offset
+that moved alone is not news). Epoch -1 is a fetch without a session (every
 partition asked, every partition answered); a known id with epoch 0 or -1 closes that session first.
 
-Errors, as Kafka's ``FetchManager`` answers them (top-level ``error_code``, no partitions): an
-unknown session id FETCH_SESSION_ID_NOT_FOUND; an epoch other than the expected one
-INVALID_FETCH_SESSION_EPOCH (the session stays, so a retry with the right epoch works).
+Errors, as Kafka's ``FetchManager`` answers them (top-level ``error_code``, no partitions, session id 0):
+an unknown session id FETCH_SESSION_ID_NOT_FOUND; an epoch other than the expected one
+INVALID_FETCH_SESSION_EPOCH; a request naming topics by id (v13+) in a session opened naming them by name,
+or the other way round, FETCH_SESSION_TOPIC_ID_ERROR. The session stays, its expected epoch unchanged, so
+a retry with the right epoch (and naming) works - as the 4.1 recording shows
+(``tests/conformance/kafka-4.1.0/fetch_sessions.json``).
 
 Simplifications: the cache has no size limit and no eviction (Kafka's
 ``max.incremental.fetch.session.cache.slots``, 1000, evicts by age and size); sessions are per
-broker and die with the cluster, not with the broker's restart; a session does not check that the
-request keeps naming topics the same way (Kafka's FETCH_SESSION_TOPIC_ID_ERROR).
+broker and die with the cluster, not with the broker's restart.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ class SessionPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
-    # last reported (high watermark, last stable offset, log start offset); None: never
-    reported: tuple[int, int, int] | None = None
+    # last reported (high watermark, log start offset); None: never
+    reported: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[Any, int]:
@@ -57,6 +60,7 @@ class _Session:
     session_id: int
     next_epoch: int
     partitions: dict[tuple[Any, int], SessionPartition]
+    by_id: bool = False  # opened by a v13+ request (topics named by id)
 
 
 @attrs.frozen
@@ -83,8 +87,10 @@ class FetchSessions:
         epoch: int,
         requested: Iterable[SessionPartition],
         forgotten: Iterable[tuple[Any, int]],
+        by_id: bool = False,
     ) -> SessionStep:
-        """Apply a request's session fields; see the module docstring."""
+        """Apply a request's session fields (``by_id``: the request names topics by id, v13+); see the
+        module docstring."""
         requested = list(requested)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id:
@@ -92,13 +98,16 @@ class FetchSessions:
             if epoch == FINAL_EPOCH:
                 return SessionStep(ec.NONE, 0, requested, True)
             new_id = next(self._ids)
-            self._sessions[(broker_id, new_id)] = _Session(new_id, 1, {p.key: p for p in requested})
+            opened = _Session(new_id, 1, {p.key: p for p in requested}, by_id)
+            self._sessions[(broker_id, new_id)] = opened
             return SessionStep(ec.NONE, new_id, requested, True)
         session = self._sessions.get((broker_id, session_id))
         if session is None:
             return SessionStep(ec.FETCH_SESSION_ID_NOT_FOUND, 0, [], True)
         if epoch != session.next_epoch:
             return SessionStep(ec.INVALID_FETCH_SESSION_EPOCH, 0, [], True)
+        if by_id != session.by_id:
+            return SessionStep(ec.FETCH_SESSION_TOPIC_ID_ERROR, 0, [], True)
         for key in forgotten:
             session.partitions.pop(key, None)
         for p in requested:

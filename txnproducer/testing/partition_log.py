@@ -243,6 +243,12 @@ class PartitionLog:
         self._batches = keep
         self._base_offsets = [b.base_offset for b in keep]
         self.log_start_offset = offset
+        # the epoch cache loses the epochs that ended below the log start, and the epoch the log start
+        # falls in starts there (Kafka's LeaderEpochFileCache.truncateFromStart)
+        below = [i for i, (_, start) in enumerate(self._epochs) if start <= offset]
+        if below:
+            first = below[-1]
+            self._epochs = [(self._epochs[first][0], offset), *self._epochs[first + 1 :]]
         for pid, entry in list(self._producers.items()):
             if entry.batches and entry.batches[-1].last_offset < offset and pid not in self._ongoing:
                 del self._producers[pid]
@@ -436,10 +442,21 @@ class PartitionLog:
         self._epochs = kept or [self._epochs[0]]
 
     def set_leader(self, leader_id: int, leader_epoch: int) -> None:
+        """A new leader starts its epoch at the log end, as Kafka's ``LeaderEpochFileCache.assign``: an
+        epoch that started there too (no record was written in it) is replaced, not kept. An epoch
+        without a leader (-1) enters no cache: no replica became leader in it."""
         self.leader_id = leader_id
-        if leader_epoch > self._epochs[-1][0]:  # a new leader starts its epoch at the log end
-            self._epochs.append((leader_epoch, self.high_watermark))
+        if leader_id >= 0 and leader_epoch > self._epochs[-1][0]:
+            end = self.high_watermark
+            self._epochs = [(e, start) for e, start in self._epochs if start < end]
+            self._epochs.append((leader_epoch, end))
         self.leader_epoch = leader_epoch
+
+    def earliest_epoch(self) -> int:
+        """The leader epoch ListOffsets answers with the log start offset (EARLIEST): the first cached
+        epoch when it covers the log start, else -1 (Kafka's ``UnifiedLog.fetchOffsetByTimestamp``)."""
+        epoch, start = self._epochs[0]
+        return epoch if start <= self.log_start_offset else -1
 
     def end_offset_for_epoch(self, requested: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's ``LeaderEpochFileCache.endOffsetFor``:

@@ -28,6 +28,8 @@ class RequestLogEntry:
     ``fields`` holds the request fields tests usually care about (transactional_id, producer_id,
     producer_epoch, group_id, committed, partitions=[(topic, p)], and for Produce
     batches=[(topic, p, producer_id, producer_epoch, base_sequence, record_count, transactional)];
+    for Fetch forgotten=[(topic, p)] when it forgets some, for ListOffsets timestamps=[(topic, p,
+    timestamp)], for OffsetForLeaderEpoch leader_epochs=[(topic, p, leader epoch asked about)];
     from Produce v13 on, requests name topics by id, and ``topic`` is the id's string).
     ``error_codes`` are the non-zero error codes of the response; ``injected`` marks a response made by
     ``inject_error``; ``dropped`` a request whose connection was closed instead of answered (also a request
@@ -117,7 +119,31 @@ def _partitions(request: Any, api_key: int) -> list[tuple[str, int]]:
         for topic in request.topics:
             name = getattr(topic, "topic", None) or str(getattr(topic, "topic_id", ""))
             out.extend((name, p.partition) for p in topic.partitions)
+    elif api_key == 2:
+        for topic in request.topics:
+            out.extend((topic.name, p.partition_index) for p in topic.partitions)
+    elif api_key == 23:
+        for topic in request.topics:
+            out.extend((topic.topic, p.partition) for p in topic.partitions)
     return out
+
+
+def _per_partition(request: Any, api_key: int) -> dict[str, Any]:
+    """What a read path's request asks per partition: Fetch's forgotten partitions (a consumer's fetch
+    session, KIP-227), ListOffsets' timestamps (-2 earliest, -1 latest), OffsetForLeaderEpoch's epochs."""
+    if api_key == 1:
+        forgotten: list[tuple[str, int]] = []
+        for topic in getattr(request, "forgotten_topics_data", None) or []:
+            name = getattr(topic, "topic", None) or str(getattr(topic, "topic_id", ""))
+            forgotten.extend((name, index) for index in topic.partitions)
+        return {"forgotten": forgotten} if forgotten else {}
+    if api_key == 2:
+        return {"timestamps": [(t.name, p.partition_index, p.timestamp) for t in request.topics
+                               for p in t.partitions]}
+    if api_key == 23:
+        return {"leader_epochs": [(t.topic, p.partition, p.leader_epoch) for t in request.topics
+                                  for p in t.partitions]}
+    return {}
 
 
 def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
@@ -163,6 +189,7 @@ def extract_fields(api_key: int, request: Any) -> dict[str, Any]:
         parts = _partitions(request, api_key)
         if parts:
             fields["partitions"] = parts
+        fields.update(_per_partition(request, api_key))
         if api_key == 0:
             fields["batches"] = _produce_batches(request)
         if api_key == 3:

@@ -19,7 +19,18 @@
  * configured record type (a tuple subclass: ConsumerRecord) or, with columns, the raw columns
  * (offsets, timestamps, timestamp types, leader epochs, keys, key starts, key lengths, values,
  * value starts, value lengths, headers or None) as bytes objects in native byte order.
- * Decompression calls back into Python (decoder.decompress, kafka-python's codecs).
+ * Decompression calls back into Python (decoder.decompress, kafka-python's codecs): the codec error type
+ * it raises for data it cannot decompress (decoder.CodecError) makes the batch unreadable; anything else
+ * it raises (MemoryError, KeyboardInterrupt, a missing codec's ConfigError) propagates.
+ *
+ * Integers are read as the Java client reads them (ByteUtils): record lengths, offset deltas, key, value
+ * and header lengths and header counts are int32 varints of at most 5 bytes (the 5th byte's bits past
+ * the 32nd dropped, a 6th byte an error), the timestamp delta an int64 varlong of at most 10 bytes (bits
+ * past the 64th dropped). Offsets and timestamps add as Java's longs do, wrapping at 2**63 (computed on
+ * uint64_t: signed overflow is undefined in C). Bounds are checked as "length > end - pos" (never
+ * "pos + length > end", which could overflow). A negative key, value or header value length is null, as
+ * in Java (stored as -1 in the columns); a header key that is not UTF-8 is decoded with U+FFFD
+ * replacements, as Java's new String(bytes, UTF_8) does, not refused.
  *
  * Everything runs holding the GIL; the input buffer is held (PyObject_GetBuffer) for the call.
  */
@@ -99,7 +110,9 @@ crc32c(const unsigned char *p, size_t n)
 
 static PyTypeObject *record_type = NULL; /* ConsumerRecord: a tuple subclass of 9 fields */
 static PyObject *decompress_fn = NULL;   /* decoder.decompress(codec, bytes) -> bytes */
+static PyObject *codec_error = NULL;     /* decoder.CodecError: what decompress raises for bad data */
 static PyObject *no_headers = NULL;      /* records.NO_HEADERS: the shared empty headers */
+static Py_ssize_t column_limit = INT32_MAX; /* the largest key/value start a column can hold (int32) */
 static PyObject *small_ints[2];          /* 0, 1: timestamp types */
 
 #define HEADER_SIZE 61
@@ -109,6 +122,10 @@ static PyObject *small_ints[2];          /* 0, 1: timestamp types */
 #define TRANSACTIONAL 0x10
 #define CONTROL 0x20
 #define RECORD_FIELDS 9
+/* decoder.py's _COLUMNS_TOO_LARGE: the same words from both decoders */
+#define COLUMNS_TOO_LARGE                                                                                      \
+    "the keys or values of one partition's fetched records pass 2 GiB, past what a column's int32 starts can " \
+    "address: read this partition with poll() (records) instead of poll_batch()"
 
 static inline int64_t
 be64(const unsigned char *p)
@@ -131,35 +148,69 @@ be16(const unsigned char *p)
     return (int16_t)((uint16_t)p[0] << 8 | (uint16_t)p[1]);
 }
 
-/* A zig-zag varint at *pos (below end): 0 on success, -1 when it runs past end or over 10 bytes. */
+/* Java's ByteUtils.readVarint: a zig-zag int32 varint of at most 5 bytes at *pos (below end). The 5th
+ * byte's bits past the 32nd are dropped as Java's int shift drops them; a 5th byte with its continuation
+ * bit set is an error. 0 on success, -1 when it runs past end or is too long. */
 static inline int
-read_varint(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int64_t *out)
+read_varint32(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int32_t *out)
 {
     Py_ssize_t p = *pos;
-    if (p >= end)
-        return -1;
-    unsigned char c = b[p++];
-    if (c < 0x80) {
-        *out = (int64_t)(c >> 1) ^ -(int64_t)(c & 1);
-        *pos = p;
+    if (p < end && b[p] < 0x80) { /* the common one-byte case first */
+        unsigned char c = b[p];
+        *out = (int32_t)(c >> 1) ^ -(int32_t)(c & 1);
+        *pos = p + 1;
         return 0;
     }
-    uint64_t v = c & 0x7F;
-    int shift = 7;
-    for (;;) {
+    uint32_t v = 0;
+    for (int shift = 0;; shift += 7) {
         if (p >= end)
             return -1;
-        c = b[p++];
+        unsigned char c = b[p++];
+        if (shift == 28) {
+            if (c & 0x80)
+                return -1;
+            v |= (uint32_t)c << 28; /* truncated to 32 bits: uint32_t arithmetic */
+            break;
+        }
+        v |= (uint32_t)(c & 0x7F) << shift;
+        if (c < 0x80)
+            break;
+    }
+    *out = (int32_t)(v >> 1) ^ -(int32_t)(v & 1);
+    *pos = p;
+    return 0;
+}
+
+/* Java's ByteUtils.readVarlong: a zig-zag int64 varint of at most 10 bytes; bits past the 64th dropped. */
+static inline int
+read_varlong(const unsigned char *b, Py_ssize_t end, Py_ssize_t *pos, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p < end && b[p] < 0x80) {
+        unsigned char c = b[p];
+        *out = (int64_t)(c >> 1) ^ -(int64_t)(c & 1);
+        *pos = p + 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        if (shift > 63 || p >= end)
+            return -1;
+        unsigned char c = b[p++];
         v |= (uint64_t)(c & 0x7F) << shift;
         if (c < 0x80)
             break;
-        shift += 7;
-        if (shift > 63)
-            return -1;
     }
     *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
     *pos = p;
     return 0;
+}
+
+/* Java's long addition: wraps at 2**63 (as unsigned, which C defines). */
+static inline int64_t
+add64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
 /* ---------------------------------------------------------------- growable buffers (columns) */
@@ -245,10 +296,10 @@ typedef struct {
 
 #define CORRUPT(text) do { v->reason = (text); return 1; } while (0)
 
-/* Parse one record's headers into a list of (str, bytes|None); *out NULL when there are none.
- * Returns 0, 1 (corrupt: v set) or -1 (Python error). */
+/* Parse one record's headers into a list of (str, bytes|None) (only checked when !make); *out NULL when
+ * there are none. Returns 0, 1 (corrupt: v set) or -1 (Python error). */
 static int
-read_headers(const unsigned char *b, Py_ssize_t rec_end, Py_ssize_t *pos, int64_t n, PyObject **out, Verdict *v,
+read_headers(const unsigned char *b, Py_ssize_t rec_end, Py_ssize_t *pos, int32_t n, PyObject **out, Verdict *v,
              int make)
 {
     *out = NULL;
@@ -259,57 +310,50 @@ read_headers(const unsigned char *b, Py_ssize_t rec_end, Py_ssize_t *pos, int64_
     PyObject *list = make ? PyList_New((Py_ssize_t)n) : NULL;
     if (make && list == NULL)
         return -1;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t klen, vlen;
-        if (read_varint(b, rec_end, pos, &klen) < 0 || klen < 0 || *pos + klen > rec_end) {
+    for (int32_t i = 0; i < n; i++) {
+        int32_t klen, vlen;
+        if (read_varint32(b, rec_end, pos, &klen) < 0 || klen < 0 || klen > rec_end - *pos) {
             Py_XDECREF(list);
             CORRUPT("a header key does not fit its record");
         }
-        PyObject *name = PyUnicode_DecodeUTF8((const char *)b + *pos, (Py_ssize_t)klen, "strict");
-        if (name == NULL) {
-            Py_XDECREF(list);
-            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-                return -1;
-            PyErr_Clear();
-            CORRUPT("a header key is not UTF-8");
-        }
-        *pos += (Py_ssize_t)klen;
-        if (read_varint(b, rec_end, pos, &vlen) < 0) {
-            Py_DECREF(name);
+        Py_ssize_t key_at = *pos;
+        *pos += klen;
+        if (read_varint32(b, rec_end, pos, &vlen) < 0) {
             Py_XDECREF(list);
             CORRUPT("a header does not fit its record");
         }
-        PyObject *value = Py_None;
-        Py_INCREF(value);
+        Py_ssize_t value_at = *pos;
         if (vlen >= 0) {
-            if (*pos + vlen > rec_end) {
-                Py_DECREF(name);
-                Py_DECREF(value);
+            if (vlen > rec_end - *pos) {
                 Py_XDECREF(list);
                 CORRUPT("a header value does not fit its record");
             }
-            Py_DECREF(value);
-            value = PyBytes_FromStringAndSize((const char *)b + *pos, (Py_ssize_t)vlen);
-            if (value == NULL) {
-                Py_DECREF(name);
-                Py_XDECREF(list);
-                return -1;
-            }
-            *pos += (Py_ssize_t)vlen;
+            *pos += vlen;
         }
-        if (make) {
-            PyObject *pair = PyTuple_Pack(2, name, value);
-            Py_DECREF(name);
-            Py_DECREF(value);
-            if (pair == NULL) {
-                Py_DECREF(list);
-                return -1;
-            }
-            PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
-        } else {
-            Py_DECREF(name);
-            Py_DECREF(value);
+        if (!make)
+            continue;
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)b + key_at, klen, "replace");
+        if (name == NULL) {
+            Py_DECREF(list);
+            return -1;
         }
+        PyObject *value;
+        if (vlen < 0) {
+            value = Py_None;
+            Py_INCREF(value);
+        } else if ((value = PyBytes_FromStringAndSize((const char *)b + value_at, vlen)) == NULL) {
+            Py_DECREF(name);
+            Py_DECREF(list);
+            return -1;
+        }
+        PyObject *pair = PyTuple_Pack(2, name, value);
+        Py_DECREF(name);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(list);
+            return -1;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
     }
     *out = list;
     return 0;
@@ -372,22 +416,28 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
     if (epoch_obj == NULL)
         return -1;
     int rc = 0;
+    if (count < 0) {
+        Py_DECREF(epoch_obj);
+        v->reason = "a negative record count";
+        return 1;
+    }
     for (int32_t i = 0; i < count; i++) {
-        int64_t length, ts_delta, off_delta, key_len, value_len, n_headers;
-        if (read_varint(b, end, &pos, &length) < 0) {
+        int32_t length, off_delta, key_len, value_len, n_headers;
+        int64_t ts_delta;
+        if (read_varint32(b, end, &pos, &length) < 0) {
             v->reason = "its records cannot be read (a varint runs past its batch)";
             rc = 1;
             break;
         }
-        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
         if (length < 6 || length > end - pos) {
             v->reason = "a record's length does not fit its batch";
             rc = 1;
             break;
         }
+        Py_ssize_t rec_end = pos + length;
         pos += 1; /* attributes */
-        if (read_varint(b, rec_end, &pos, &ts_delta) < 0 || read_varint(b, rec_end, &pos, &off_delta) < 0
-            || read_varint(b, rec_end, &pos, &key_len) < 0) {
+        if (read_varlong(b, rec_end, &pos, &ts_delta) < 0 || read_varint32(b, rec_end, &pos, &off_delta) < 0
+            || read_varint32(b, rec_end, &pos, &key_len) < 0) {
             v->reason = "a record's fields do not add up to its length";
             rc = 1;
             break;
@@ -399,9 +449,9 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
                 rc = 1;
                 break;
             }
-            pos += (Py_ssize_t)key_len;
+            pos += key_len;
         }
-        if (read_varint(b, rec_end, &pos, &value_len) < 0) {
+        if (read_varint32(b, rec_end, &pos, &value_len) < 0) {
             v->reason = "a record's fields do not add up to its length";
             rc = 1;
             break;
@@ -413,20 +463,20 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
                 rc = 1;
                 break;
             }
-            pos += (Py_ssize_t)value_len;
+            pos += value_len;
         }
-        if (read_varint(b, rec_end, &pos, &n_headers) < 0) {
+        if (read_varint32(b, rec_end, &pos, &n_headers) < 0) {
             v->reason = "a record's fields do not add up to its length";
             rc = 1;
             break;
         }
-        int64_t offset = base_offset + off_delta;
+        int64_t offset = add64(base_offset, off_delta);
         int wanted = offset >= o->fetch_offset;
         PyObject *headers = NULL;
         rc = read_headers(b, rec_end, &pos, n_headers, &headers, v, wanted);
         if (rc != 0)
             break;
-        if (pos != rec_end || key_len < -1 || value_len < -1) {
+        if (pos != rec_end) {
             Py_XDECREF(headers);
             v->reason = "a record's fields do not add up to its length";
             rc = 1;
@@ -436,18 +486,28 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
             Py_XDECREF(headers);
             continue;
         }
-        int64_t ts = log_append ? max_ts : first_ts + ts_delta;
+        if (key_len < 0)
+            key_len = -1; /* any negative length is null (Java); the columns say -1 */
+        if (value_len < 0)
+            value_len = -1;
+        int64_t ts = log_append ? max_ts : add64(first_ts, ts_delta);
         if (o->columns) {
             Columns *c = &o->cols;
-            int32_t ks = (int32_t)c->b[C_KEYS].len, kl = (int32_t)key_len;
-            int32_t vs = (int32_t)c->b[C_VALUES].len, vl = (int32_t)value_len;
+            if (c->b[C_KEYS].len > column_limit || c->b[C_VALUES].len > column_limit) {
+                Py_XDECREF(headers);
+                PyErr_SetString(PyExc_OverflowError, COLUMNS_TOO_LARGE);
+                rc = -1;
+                break;
+            }
+            int32_t ks = (int32_t)c->b[C_KEYS].len, kl = key_len;
+            int32_t vs = (int32_t)c->b[C_VALUES].len, vl = value_len;
             int8_t tt = (int8_t)ttype;
             if (buf_put(&c->b[C_OFFSETS], &offset, 8) < 0 || buf_put(&c->b[C_TIMESTAMPS], &ts, 8) < 0
                 || buf_put(&c->b[C_TYPES], &tt, 1) < 0 || buf_put(&c->b[C_EPOCHS], &epoch, 4) < 0
                 || buf_put(&c->b[C_KEY_STARTS], &ks, 4) < 0 || buf_put(&c->b[C_KEY_LENS], &kl, 4) < 0
-                || buf_put(&c->b[C_KEYS], b + key_at, key_len > 0 ? (Py_ssize_t)key_len : 0) < 0
+                || buf_put(&c->b[C_KEYS], b + key_at, key_len > 0 ? key_len : 0) < 0
                 || buf_put(&c->b[C_VALUE_STARTS], &vs, 4) < 0 || buf_put(&c->b[C_VALUE_LENS], &vl, 4) < 0
-                || buf_put(&c->b[C_VALUES], b + value_at, value_len > 0 ? (Py_ssize_t)value_len : 0) < 0) {
+                || buf_put(&c->b[C_VALUES], b + value_at, value_len > 0 ? value_len : 0) < 0) {
                 Py_XDECREF(headers);
                 rc = -1;
                 break;
@@ -478,7 +538,7 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
         if (key_len < 0) {
             key = Py_None;
             Py_INCREF(key);
-        } else if ((key = PyBytes_FromStringAndSize((const char *)b + key_at, (Py_ssize_t)key_len)) == NULL) {
+        } else if ((key = PyBytes_FromStringAndSize((const char *)b + key_at, key_len)) == NULL) {
             Py_XDECREF(headers);
             rc = -1;
             break;
@@ -486,7 +546,7 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
         if (value_len < 0) {
             value = Py_None;
             Py_INCREF(value);
-        } else if ((value = PyBytes_FromStringAndSize((const char *)b + value_at, (Py_ssize_t)value_len)) == NULL) {
+        } else if ((value = PyBytes_FromStringAndSize((const char *)b + value_at, value_len)) == NULL) {
             Py_DECREF(key);
             Py_XDECREF(headers);
             rc = -1;
@@ -519,24 +579,31 @@ read_records(Out *o, const unsigned char *b, Py_ssize_t end, int32_t count, int6
     return rc;
 }
 
-/* Whether a control batch's first record is an ABORT marker: 1 yes, 0 no, 2 corrupt (v set). */
+/* Whether a control batch's first record is an ABORT marker: 1 yes, 0 no, 2 corrupt (v set). The key is
+ * (int16 version, int16 type), as Java's ControlRecordType.parse reads it: at least 4 bytes, a version
+ * >= 0. */
 static int
 is_abort_marker(const unsigned char *b, Py_ssize_t end, Verdict *v)
 {
     Py_ssize_t pos = 0;
-    int64_t length, ts, off, key_len;
-    if (read_varint(b, end, &pos, &length) < 0)
+    int32_t length, off, key_len;
+    int64_t ts;
+    if (read_varint32(b, end, &pos, &length) < 0 || end - pos < 1)
         goto corrupt;
     pos += 1;
-    if (read_varint(b, end, &pos, &ts) < 0 || read_varint(b, end, &pos, &off) < 0
-        || read_varint(b, end, &pos, &key_len) < 0)
+    if (read_varlong(b, end, &pos, &ts) < 0 || read_varint32(b, end, &pos, &off) < 0
+        || read_varint32(b, end, &pos, &key_len) < 0)
         goto corrupt;
     if (key_len < 4) {
         v->reason = "a control record without its type";
         return 2;
     }
-    if (pos + 4 > end)
+    if (key_len > end - pos)
         goto corrupt;
+    if (be16(b + pos) < 0) {
+        v->reason = "a control record of a negative version";
+        return 2;
+    }
     return be16(b + pos + 2) == 0;
 corrupt:
     v->reason = "its records cannot be read (a control record runs past its batch)";
@@ -591,6 +658,65 @@ pid_in(const int64_t *pids, Py_ssize_t n, int64_t pid)
     return 0;
 }
 
+/* The records of a batch compressed with `codec`, through decoder.decompress: 0 with *inflated a new
+ * bytes object; 1 when the codec raised its error type (the batch cannot be read: v set); -1 when it
+ * raised anything else (MemoryError, KeyboardInterrupt, a codec that is not installed): it propagates. */
+static int
+inflate(int codec, const unsigned char *body, Py_ssize_t body_len, PyObject **inflated, Verdict *v)
+{
+    *inflated = PyObject_CallFunction(decompress_fn, "iy#", codec, (const char *)body, body_len);
+    if (*inflated != NULL) {
+        if (PyBytes_Check(*inflated))
+            return 0;
+        Py_CLEAR(*inflated);
+        PyErr_SetString(PyExc_TypeError, "decompress() did not return bytes");
+        return -1;
+    }
+    if (codec_error == NULL || !PyErr_ExceptionMatches(codec_error))
+        return -1;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (text == NULL)
+        return -1;
+    v->reason_obj = PyUnicode_FromFormat("it could not be decompressed: %U", text);
+    Py_DECREF(text);
+    return v->reason_obj == NULL ? -1 : 1;
+}
+
+/* One aborted transaction: any sequence of exactly (producer id, first offset), as the pure decoder
+ * unpacks it (a list as well as a tuple). 0, or -1 with a Python error set. */
+static int
+aborted_entry(PyObject *item, Aborted *out)
+{
+    PyObject *pair = PySequence_Fast(item, "an aborted transaction must be (producer id, first offset)");
+    if (pair == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "an aborted transaction must be (producer id, first offset)");
+        }
+        return -1;
+    }
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_ValueError, "an aborted transaction must be (producer id, first offset)");
+    } else {
+        long long pid = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(pair, 0));
+        long long first = pid == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PySequence_Fast_GET_ITEM(pair, 1));
+        if (!PyErr_Occurred()) {
+            out->pid = pid;
+            out->first_offset = first;
+            rc = 0;
+        }
+    }
+    Py_DECREF(pair);
+    return rc;
+}
+
 static PyObject *
 mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -615,6 +741,7 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
     int64_t *pids = NULL;
     Py_ssize_t n_pids = 0, cap_pids = 0;
     PyObject *result = NULL;
+    Verdict v = {NULL, NULL};
     Out o;
     memset(&o, 0, sizeof(o));
     o.topic = topic;
@@ -635,14 +762,10 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
             goto done;
         }
         for (Py_ssize_t i = 0; i < n_queue; i++) {
-            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-            long long pid, first;
-            if (!PyArg_ParseTuple(item, "LL", &pid, &first)) {
+            if (aborted_entry(PySequence_Fast_GET_ITEM(seq, i), &queue[i]) < 0) {
                 Py_DECREF(seq);
                 goto done;
             }
-            queue[i].pid = pid;
-            queue[i].first_offset = first;
         }
         Py_DECREF(seq);
         /* stable for equal first offsets, as Python's sort (mergesort semantics are not needed: the
@@ -655,7 +778,6 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
     int64_t next_offset = fetch_offset;
     int32_t last_epoch = -1;
     int64_t error_offset = -1;
-    Verdict v = {NULL, NULL};
     Py_ssize_t pos = 0;
     while (end - pos >= 12) {
         int64_t base_offset = be64(b + pos);
@@ -686,38 +808,13 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
             error_offset = base_offset;
             break;
         }
-        int64_t last_offset = base_offset + last_delta;
+        int64_t last_offset = add64(base_offset, last_delta);
         int codec = attributes & CODEC_MASK;
         const unsigned char *body = h + HEADER_SIZE;
         Py_ssize_t body_len = batch_end - pos - HEADER_SIZE;
         PyObject *inflated = NULL;
-        if (codec) {
-            inflated = PyObject_CallFunction(decompress_fn, "iy#", codec, (const char *)body, body_len);
-            if (inflated == NULL || !PyBytes_Check(inflated)) {
-                PyObject *type, *value, *tb;
-                if (inflated == NULL) {
-                    PyErr_Fetch(&type, &value, &tb);
-                    PyErr_NormalizeException(&type, &value, &tb);
-                    PyObject *text = value ? PyObject_Str(value) : NULL;
-                    v.reason_obj = text ? PyUnicode_FromFormat("it could not be decompressed: %U", text) : NULL;
-                    Py_XDECREF(text);
-                    Py_XDECREF(type);
-                    Py_XDECREF(value);
-                    Py_XDECREF(tb);
-                    if (v.reason_obj == NULL)
-                        goto done;
-                } else {
-                    Py_DECREF(inflated);
-                    v.reason = "it could not be decompressed: the codec did not return bytes";
-                }
-                error_offset = base_offset;
-                break;
-            }
-            body = (const unsigned char *)PyBytes_AS_STRING(inflated);
-            body_len = PyBytes_GET_SIZE(inflated);
-        }
         int control = attributes & CONTROL;
-        int skip = 0;
+        int skip = 0, rc = 0;
         if (read_committed && pid >= 0) {
             while (q_at < n_queue && queue[q_at].first_offset <= last_offset) {
                 if (!pid_in(pids, n_pids, queue[q_at].pid)) {
@@ -725,7 +822,6 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
                         Py_ssize_t cap = cap_pids ? cap_pids * 2 : 8;
                         int64_t *grown = PyMem_Realloc(pids, sizeof(int64_t) * (size_t)cap);
                         if (grown == NULL) {
-                            Py_XDECREF(inflated);
                             PyErr_NoMemory();
                             goto done;
                         }
@@ -737,14 +833,19 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
                 q_at++;
             }
             if (control) {
-                if (count) {
-                    int abort = is_abort_marker(body, body_len, &v);
+                /* Java's containsAbortMarker reads the first record (a negative count is invalid) */
+                if (count < 0) {
+                    v.reason = "a negative record count";
+                    rc = 1;
+                } else if (count && codec) {
+                    rc = inflate(codec, body, body_len, &inflated, &v);
+                }
+                if (rc == 0 && count) {
+                    int abort = is_abort_marker(inflated ? (const unsigned char *)PyBytes_AS_STRING(inflated) : body,
+                                                inflated ? PyBytes_GET_SIZE(inflated) : body_len, &v);
                     if (abort == 2) {
-                        Py_XDECREF(inflated);
-                        error_offset = base_offset;
-                        break;
-                    }
-                    if (abort) {
+                        rc = 1;
+                    } else if (abort) {
                         for (Py_ssize_t i = 0; i < n_pids; i++) {
                             if (pids[i] == pid) {
                                 pids[i] = pids[--n_pids];
@@ -754,23 +855,31 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
                     }
                 }
             } else if ((attributes & TRANSACTIONAL) && pid_in(pids, n_pids, pid)) {
-                skip = 1;
+                skip = 1; /* an aborted transaction's batch: not even decompressed (Java reads past it) */
             }
         }
-        if (!control && !skip) {
-            int rc = read_records(&o, body, body_len, count, base_offset, first_ts, max_ts,
+        if (rc == 0 && !control && !skip) {
+            if (codec)
+                rc = inflate(codec, body, body_len, &inflated, &v);
+            if (rc == 0) {
+                if (inflated != NULL) {
+                    body = (const unsigned char *)PyBytes_AS_STRING(inflated);
+                    body_len = PyBytes_GET_SIZE(inflated);
+                }
+                rc = read_records(&o, body, body_len, count, base_offset, first_ts, max_ts,
                                   (attributes & LOG_APPEND_TIME) != 0, epoch, &v);
-            if (rc != 0) {
-                Py_XDECREF(inflated);
-                if (rc < 0)
-                    goto done;
-                error_offset = base_offset;
-                break;
             }
         }
         Py_XDECREF(inflated);
-        if (last_offset + 1 > next_offset)
-            next_offset = last_offset + 1;
+        if (rc < 0)
+            goto done;
+        if (rc > 0) {
+            error_offset = base_offset;
+            break;
+        }
+        int64_t after = add64(last_offset, 1);
+        if (after > next_offset)
+            next_offset = after;
         last_epoch = epoch;
         pos = batch_end;
     }
@@ -794,8 +903,8 @@ mod_decode(PyObject *Py_UNUSED(module), PyObject *args)
     }
     result = Py_BuildValue("(NLiLN)", items, (long long)next_offset, (int)last_epoch, (long long)error_offset,
                            reason);
-    Py_XDECREF(v.reason_obj);
 done:
+    Py_XDECREF(v.reason_obj);
     PyBuffer_Release(&view);
     PyMem_Free(queue);
     PyMem_Free(pids);
@@ -807,12 +916,22 @@ done:
 static PyObject *
 mod_configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"record_type", "decompress", "no_headers", NULL};
-    PyObject *rtype, *decompress, *empty;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO", names, &rtype, &decompress, &empty))
+    static char *names[] = {"record_type", "decompress", "no_headers", "codec_error", "column_limit", NULL};
+    PyObject *rtype, *decompress, *empty, *error_type = NULL;
+    Py_ssize_t limit = INT32_MAX;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|On", names, &rtype, &decompress, &empty, &error_type,
+                                     &limit))
         return NULL;
     if (!PyType_Check(rtype) || !PyType_IsSubtype((PyTypeObject *)rtype, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass (a NamedTuple)");
+        return NULL;
+    }
+    if (error_type != NULL && error_type != Py_None && !PyExceptionClass_Check(error_type)) {
+        PyErr_SetString(PyExc_TypeError, "codec_error must be an exception class");
+        return NULL;
+    }
+    if (limit < 0 || limit > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "column_limit must be between 0 and 2**31 - 1");
         return NULL;
     }
     Py_INCREF(rtype);
@@ -821,6 +940,8 @@ mod_configure(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
     Py_XSETREF(decompress_fn, decompress);
     Py_INCREF(empty);
     Py_XSETREF(no_headers, empty);
+    Py_XSETREF(codec_error, error_type == Py_None ? NULL : Py_XNewRef(error_type));
+    column_limit = limit;
     Py_RETURN_NONE;
 }
 
@@ -839,7 +960,9 @@ static PyMethodDef module_methods[] = {
      "decode(data, fetch_offset, aborted, topic, partition, columns) -> (records, next_offset, last_epoch, "
      "error_offset, error_reason); see txnproducer/_internal/fetch/decoder.py."},
     {"configure", (PyCFunction)(void (*)(void))mod_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(record_type, decompress, no_headers): the Python objects the decoder builds with."},
+     "configure(record_type, decompress, no_headers, codec_error=None, column_limit=2**31-1): the Python "
+     "objects the decoder builds with, the error decompress raises for data it cannot decompress, and the "
+     "largest key/value start a column may hold (lowered by tests only)."},
     {"crc_implementation", mod_crc_implementation, METH_NOARGS, "'sse4.2' or 'table'."},
     {NULL, NULL, 0, NULL},
 };

@@ -3,22 +3,34 @@
 What it does, as the Java consumer's ``Fetcher`` / ``FetchCollector``:
 
 - one Fetch in flight per broker, for the partitions it leads that are fetchable (a position, not
-  paused, no error, nothing of theirs still buffered), in an incremental fetch session (:mod:`.session`);
-  version: the highest both sides speak (v4-v18), v13+ (topics by id) only when every topic's id is
-  known;
+  paused, no error), in an incremental fetch session (:mod:`.session`); version: the highest both
+  sides speak (v4-v18), v13+ (topics by id) only when every topic's id is known;
+- a broker that leads a partition with records still buffered is not fetched from until they are
+  handed out (the Java client since 4.0, KAFKA-17182): a fetch naming only its other partitions
+  would drop the buffered ones from the broker's fetch session, to be added back a round later -
+  churn that can get the whole session evicted;
 - pipelined: :meth:`collect` hands out buffered records and, before returning them, sends the next
-  fetch for the partitions it emptied - the broker works on it while the application processes;
+  fetch to the brokers whose buffered records it emptied - the broker works on it while the
+  application processes;
+- a chunk is handed out only while the partition is fetchable and its position is the offset the
+  chunk continues from (``CompletedFetch.next_fetch_offset``, the Java ``FetchCollector``'s check on
+  every collect): a seek, a reset or a truncation found by validation makes the rest stale;
 - each partition's answer in the order of the Java client's error handling: records are buffered as a
   :class:`~.completed_fetch.CompletedFetch` (if the position is still the one fetched from);
   OFFSET_OUT_OF_RANGE resets by ``auto_offset_reset`` (or keeps :class:`OffsetOutOfRangeError` for
   ``poll()`` with "none"); NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH apply the answer's KIP-951
   leader hint and broker endpoints, as the producer does, and refresh metadata; UNKNOWN_LEADER_EPOCH,
-  unknown topic or partition and storage errors refresh metadata and retry; TOPIC_AUTHORIZATION_FAILED
-  is kept for ``poll()``;
+  unknown topic or partition and storage errors refresh metadata and retry; UNKNOWN_SERVER_ERROR is
+  logged and retried; TOPIC_AUTHORIZATION_FAILED, CORRUPT_MESSAGE (:class:`CorruptRecordError`) and any
+  other code (:class:`BrokerError`; the Java client throws) are kept for ``poll()`` until the
+  application seeks - never retried silently;
+- a fetch-session error ends the session (:mod:`.session`); FETCH_SESSION_TOPIC_ID_ERROR also refreshes
+  metadata (the session named a topic by an id the broker no longer has, as the Java client);
 - after an answer with an error, or a failed request, that broker is not fetched from again before
   ``retry_backoff_ms``;
-- metadata's leader epochs are compared with each partition's: a newer one means a new leader, and a
-  position with an epoch is validated first (:mod:`.offsets`, KIP-320).
+- metadata's leader epochs are compared with each partition's: a newer one means a new leader; a
+  position with an epoch is validated first (:mod:`.offsets`, KIP-320) and the partition's buffered
+  records are dropped (they are refetched once the position is confirmed).
 
 Thread rule: the polling thread only (it also drives the network poll).
 """
@@ -48,7 +60,7 @@ from txnproducer._internal.protocol.fetch_request import (
 from txnproducer._internal.protocol.fetch_response import FetchResponseData
 from txnproducer.consumer_config import ConsumerConfig
 
-from .completed_fetch import CompletedFetch
+from .completed_fetch import CompletedFetch, Deserializers
 from .positions import Assignment, FetchState
 from .session import FetchPlan, FetchSessionHandler
 
@@ -99,17 +111,27 @@ class Fetcher:
             if state.state is FetchState.FETCHING and state.position is not None and state.offset_epoch >= 0:
                 state.state = FetchState.AWAIT_VALIDATION
                 state.next_try = 0.0
+                self.discard({state.tp})
+            elif state.state is FetchState.AWAIT_VALIDATION:
+                # ask the new leader at once: an answer still out was asked with the old epoch and is
+                # stale (``offsets.py`` drops it)
+                state.in_flight = False
+                state.next_try = 0.0
 
     def _fetchable_by_node(self) -> dict[int, dict[TopicPartition, FetchPartitionData]]:
         by_node: dict[int, dict[TopicPartition, FetchPartitionData]] = {}
         max_bytes = self._config.max_partition_fetch_bytes
+        buffered = self._buffered
+        busy = {node for node in map(self._net.leader_for, buffered) if node is not None}
         for state in self._assignment:
-            if not state.fetchable or state.tp in self._buffered:
+            if not state.fetchable or state.tp in buffered:
                 continue
             node = self._net.leader_for(state.tp)
             if node is None:
                 self._net.request_metadata_update()
                 continue
+            if node in busy:
+                continue  # it leads partitions with buffered records (module docstring)
             assert state.position is not None
             by_node.setdefault(node, {})[state.tp] = FetchPartitionData(
                 state.tp.partition, state.position, max_bytes, current_leader_epoch=state.leader_epoch
@@ -198,6 +220,8 @@ class Fetcher:
             self._log.debug(
                 "txn.consumer_fetch_session_error", node=node, error=ec.error_name(response.error_code)
             )
+            if response.error_code == ec.FETCH_SESSION_TOPIC_ID_ERROR:
+                self._net.request_metadata_update()
             self._back_off(node)
             return
         troubled = False
@@ -242,11 +266,31 @@ class Fetcher:
             )
         elif code in _RETRY_WITH_METADATA:
             self._net.request_metadata_update()
-        else:
+        elif code == ec.UNKNOWN_SERVER_ERROR:
             self._log.warning(
-                "txn.consumer_fetch_error", topic=tp.topic, partition=tp.partition, error=ec.error_name(code)
+                "txn.consumer_fetch_error",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=fetch_offset,
+                error=ec.error_name(code),
             )
-            self._net.request_metadata_update()
+        elif code == ec.CORRUPT_MESSAGE:
+            state.error = errors.CorruptRecordError(
+                f"the broker answered CORRUPT_MESSAGE to a fetch of {tp.topic}-{tp.partition} at offset "
+                f"{fetch_offset}: its log holds data it cannot read there. Nothing was skipped: the position "
+                f"stays at {fetch_offset} and every poll() raises this until you seek; seek past the damaged "
+                "batch to skip its records knowingly, or stop the consumer",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=fetch_offset,
+            )
+        else:
+            state.error = errors.BrokerError(
+                f"the broker answered {ec.error_name(code)} ({code}) to a fetch of {tp.topic}-{tp.partition} "
+                f"at offset {fetch_offset}, which a consumer cannot act on. The partition is not fetched "
+                f"again until you seek it: seek(tp, {fetch_offset}) tries again",
+                error_code=code,
+            )
         return True
 
     def _out_of_range(self, state: Any, fetch_offset: int) -> None:
@@ -295,25 +339,32 @@ class Fetcher:
     def has_buffered(self) -> bool:
         return bool(self._completed)
 
-    def collect(self, max_records: int, columns: bool) -> list[Any]:
-        """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, or one
-        :class:`PartitionBatch` per partition chunk with ``columns``); then the next fetches go out."""
+    def collect(
+        self, max_records: int, columns: bool, *, deserializers: Deserializers | None = None
+    ) -> list[Any]:
+        """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, deserialized with
+        ``deserializers`` if given, or one :class:`PartitionBatch` per partition chunk with
+        ``columns``); then the next fetches go out.
+
+        Raises :class:`~txnproducer.CorruptRecordError` or
+        :class:`~txnproducer.RecordDeserializationError` when the next record cannot be handed out and
+        nothing came before it (else what came before is returned, and the next call raises)."""
         out: list[Any] = []
         remaining = max_records
         completed = self._completed
         while completed and remaining > 0:
             chunk = completed[0]
             state = self._assignment.get(chunk.tp)
-            if (
-                state is None
-                or not state.fetchable
-                or state.position != self._expected_position(chunk, state)
-            ):
-                completed.popleft()
+            if state is None or not state.fetchable or state.position != chunk.next_fetch_offset:
+                completed.popleft()  # revoked, paused, sought, reset or truncated since: stale
                 self._buffered.discard(chunk.tp)
                 continue
             try:
-                taken = chunk.take(state, remaining, columns)
+                taken = chunk.take(state, remaining, columns, deserializers)
+            except errors.RecordDeserializationError:
+                if out:
+                    break  # hand out what came before; the next call tries the record again
+                raise
             except errors.CorruptRecordError:
                 completed.popleft()
                 self._buffered.discard(chunk.tp)
@@ -336,11 +387,6 @@ class Fetcher:
                 break
         self.send_fetches()
         return out
-
-    @staticmethod
-    def _expected_position(chunk: CompletedFetch, state: Any) -> int | None:
-        """The position a chunk continues from: where it was fetched, until it hands records out."""
-        return state.position if chunk.started else chunk.fetch_offset
 
     def in_flight(self) -> int:
         return len(self._in_flight)

@@ -16,6 +16,13 @@ consumed record ends.
 - no answer for that epoch (end offset or epoch -1): the position cannot be placed - reset by the
   policy, or :class:`~txnproducer.OffsetOutOfRangeError` with "none".
 
+Stale answers are dropped, as the Java ``SubscriptionState`` drops them: a reset answer applies only while
+the partition still awaits a reset by the strategy it was sent for (``seek_to_beginning`` then
+``seek_to_end`` before the first answer came: the earliest offset must not win), a validation answer only
+while the position, its epoch and the leader epoch are still those it was sent for (a seek to a committed
+offset - an exactly-once loop's rewind after an abort - while a validation was out must not be judged by
+the old position's answer). Each request's callback holds what it was sent for.
+
 Errors of either request: FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and unknown
 partitions refresh metadata and retry after ``retry_backoff_ms`` (doubling to ``retry_backoff_max_ms``);
 TOPIC_AUTHORIZATION_FAILED is kept for ``poll()``. A failed request is retried the same way.
@@ -100,7 +107,7 @@ class OffsetLookups:
         min_version: int,
         max_version: int,
         build: Callable[[int, dict[str, list[PartitionState]]], Any],
-        answered: Callable[[list[PartitionState], Any], None],
+        answered: Callable[[list[tuple[PartitionState, Any]], Any], None],
     ) -> None:
         by_node: dict[int, dict[str, list[PartitionState]]] = {}
         for state in self._assignment.in_state(kind):
@@ -122,12 +129,12 @@ class OffsetLookups:
                     f"broker {node} speaks API {api_key} up to v{broker_max}; the consumer needs "
                     f"v{min_version}+"
                 )
-            states = [s for parts in topics.values() for s in parts]
-            for s in states:
+            sent = [(s, _sent_for(s)) for parts in topics.values() for s in parts]
+            for s, _ in sent:
                 s.in_flight = True
             future = self._net.send(node, build(version, topics))
-            future.add_callback(lambda response, states=states: answered(states, response))
-            future.add_errback(lambda exc, states=states: self._failed(states, exc))
+            future.add_callback(lambda response, sent=sent: answered(sent, response))
+            future.add_errback(lambda exc, sent=sent: self._failed(sent, kind, exc))
 
     # -- requests --------------------------------------------------------------------------------
 
@@ -160,9 +167,10 @@ class OffsetLookups:
         state.retries += 1
         state.next_try = time.monotonic() + backoff * random.uniform(0.8, 1.2) / 1000
 
-    def _failed(self, states: list[PartitionState], exc: BaseException) -> None:
-        for state in states:
-            self._retry_later(state)
+    def _failed(self, sent: list[tuple[PartitionState, Any]], kind: FetchState, exc: BaseException) -> None:
+        for state, sent_for in sent:
+            if self._current(state, kind, sent_for):
+                self._retry_later(state)
         self._net.request_metadata_update()
         self._log.debug("txn.consumer_offset_lookup_failed", error=f"{type(exc).__name__}: {exc}")
 
@@ -179,14 +187,17 @@ class OffsetLookups:
         self._net.request_metadata_update()
         self._retry_later(state)
 
-    def _current(self, state: PartitionState, kind: FetchState) -> bool:
-        """Whether the answer still applies (the partition was not revoked, sought or reset since)."""
-        return self._assignment.get(state.tp) is state and state.state is kind
+    def _current(self, state: PartitionState, kind: FetchState, sent_for: Any) -> bool:
+        """Whether an answer still applies: the partition was not revoked since, and still awaits what
+        the request was sent for (module docstring)."""
+        return (
+            self._assignment.get(state.tp) is state and state.state is kind and _sent_for(state) == sent_for
+        )
 
-    def _reset_answered(self, states: list[PartitionState], response: Any) -> None:
+    def _reset_answered(self, sent: list[tuple[PartitionState, Any]], response: Any) -> None:
         answers = listed_offsets(response)
-        for state in states:
-            if not self._current(state, FetchState.AWAIT_RESET):
+        for state, sent_for in sent:
+            if not self._current(state, FetchState.AWAIT_RESET, sent_for):
                 continue
             answer = answers.get((state.tp.topic, state.tp.partition))
             if answer is None or answer.error_code != ec.NONE or answer.offset < 0:
@@ -201,10 +212,10 @@ class OffsetLookups:
             )
             state.seek(answer.offset, answer.leader_epoch)
 
-    def _validation_answered(self, states: list[PartitionState], response: Any) -> None:
+    def _validation_answered(self, sent: list[tuple[PartitionState, Any]], response: Any) -> None:
         answers = epoch_end_offsets(response)
-        for state in states:
-            if not self._current(state, FetchState.AWAIT_VALIDATION):
+        for state, sent_for in sent:
+            if not self._current(state, FetchState.AWAIT_VALIDATION, sent_for):
                 continue
             answer = answers.get((state.tp.topic, state.tp.partition))
             if answer is None or answer.error_code != ec.NONE:
@@ -272,3 +283,13 @@ class OffsetLookups:
             for s in self._assignment
             if s.state in (FetchState.AWAIT_RESET, FetchState.AWAIT_VALIDATION) and s.error is None
         ]
+
+
+def _sent_for(state: PartitionState) -> Any:
+    """What a request for ``state`` is sent for, and what its answer must still find to apply: the
+    reset strategy while awaiting a reset (the Java ``SubscriptionState.maybeSeekUnvalidated`` check),
+    the position with its offset epoch and the leader epoch while awaiting validation
+    (``maybeCompleteValidation``)."""
+    if state.state is FetchState.AWAIT_RESET:
+        return state.reset_to
+    return (state.position, state.offset_epoch, state.leader_epoch)

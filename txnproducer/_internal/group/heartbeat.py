@@ -14,7 +14,14 @@ forget the coordinator; REBALANCE_IN_PROGRESS asks a stable member to rejoin (an
 answer, so the session stays alive while the group waits for us); ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID reset the generation - unless it changed since the request
 was sent - and the member must rejoin (its partitions are lost); FENCED_INSTANCE_ID is also fatal: a
-newer instance with the same ``group_instance_id`` took over; GROUP_AUTHORIZATION_FAILED is fatal.
+newer instance with the same ``group_instance_id`` took over. Every other code - GROUP_AUTHORIZATION_FAILED,
+UNKNOWN_SERVER_ERROR (which the 4.x group coordinator answers for failures of its own), a code this
+module does not know - is a failed heartbeat, logged and retried after the backoff, as Java's
+``HeartbeatThread`` does with whatever its handler raises except FENCED_INSTANCE_ID: the answer says
+nothing about the member's place in the group. If the failure lasts, the session runs out
+(``session_timeout_ms``) and the coordinator is looked up again; a lasting authorization failure then
+stops the member where Java's stops it, at FindCoordinator, JoinGroup or SyncGroup (fatal there), and
+an exactly-once pipeline's offsets cannot be committed meanwhile (KIP-447 fencing).
 """
 
 from __future__ import annotations
@@ -26,15 +33,17 @@ from typing import Any
 
 from kafka.protocol.consumer.group import HeartbeatRequest
 
-from txnproducer import errors
+from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol import error_codes as ec
 
-from .failures import fenced_instance_error, group_authorization_error
+from .failures import fenced_instance_error
 from .settings import GroupSettings
 from .state import Generation, GroupState, MemberState
 from .versions import choose_version
 
 __all__ = ["HeartbeatTimer", "HeartbeatVerdict", "build_request", "read_response"]
+
+_log = get_logger("txnproducer.group")
 
 
 class HeartbeatTimer:
@@ -128,10 +137,7 @@ def read_response(state: GroupState, settings: GroupSettings, sent: Generation, 
             if code == ec.FENCED_INSTANCE_ID:
                 state.fail(fenced_instance_error(settings, "Heartbeat"))
         return HeartbeatVerdict.FAILED
-    if code == ec.GROUP_AUTHORIZATION_FAILED:
-        state.fail(group_authorization_error(settings.group_id, "Heartbeat"))
-        return HeartbeatVerdict.FAILED
-    state.fail(errors.FatalError(
-        f"unexpected error in the Heartbeat answer of group {settings.group_id!r}: "
-        f"{ec.error_name(code)}", error_code=code))
+    _log.warning("group.heartbeat_error", group_id=settings.group_id, error=ec.error_name(code),
+                 hint="retried after retry_backoff_ms; if it lasts, the session runs out and the member "
+                      "looks for its coordinator again")
     return HeartbeatVerdict.FAILED

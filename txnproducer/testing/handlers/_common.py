@@ -50,15 +50,21 @@ def fenced_for_version(version: int, first_fenced_version: int, error: int) -> i
 
 
 def led_here(state: ClusterState, ctx: RequestContext, topic: str, partition: int,
-             authorized: bool) -> tuple[int, PartitionLog | None]:
+             authorized: bool, current_leader_epoch: int = -1) -> tuple[int, PartitionLog | None]:
     """(error code, log): whether this broker may answer for a partition, checked in Kafka's order -
-    TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER - and the log when
-    it may (NONE)."""
+    TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, then the asker's ``current_leader_epoch`` as
+    ``Partition.getLocalLog`` checks it on every replica (every broker of the mock holds one): older than
+    the partition's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 is not checked), and only then
+    NOT_LEADER_OR_FOLLOWER - and the log when it may (NONE)."""
     log = state.partition_log(topic, partition)
     if not authorized:
         return ec.TOPIC_AUTHORIZATION_FAILED, None
     if log is None:
         return ec.UNKNOWN_TOPIC_OR_PARTITION, None
+    if 0 <= current_leader_epoch < log.leader_epoch:
+        return ec.FENCED_LEADER_EPOCH, None
+    if current_leader_epoch > log.leader_epoch:
+        return ec.UNKNOWN_LEADER_EPOCH, None
     if log.leader_id != ctx.broker_id:
         return ec.NOT_LEADER_OR_FOLLOWER, None
     return ec.NONE, log

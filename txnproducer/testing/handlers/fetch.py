@@ -17,9 +17,11 @@ Behaviour:
   error answers at once.
 - Fetch sessions (v7+, KIP-227, ``fetch_sessions.py``): a full fetch with epoch 0 opens a session whose
   id the answer carries; an incremental fetch names only changed partitions (and ``forgotten_topics_data``)
-  and is answered with only the partitions that have records, an error, or a moved high watermark, last
-  stable offset or log start offset. Session errors (FETCH_SESSION_ID_NOT_FOUND,
-  INVALID_FETCH_SESSION_EPOCH) are the top-level ``error_code`` with no partitions.
+  and is answered with only the partitions that have records, an error, or a moved high watermark or
+  log start offset (Kafka's ``CachedPartition.maybeUpdateResponseData``; a moved last stable offset alone
+  is not answered: the client learns it with the next answer that is). Session errors
+  (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) are the
+  top-level ``error_code`` with no partitions.
 
 Authorization (KafkaApis.handleFetchRequest): Read on each topic, checked after the topic id is resolved and
 before the partition's existence: TOPIC_AUTHORIZATION_FAILED for each partition of a refused topic (an error,
@@ -148,7 +150,7 @@ def _worth_answering(p: SessionPartition, entry: dict[str, Any]) -> bool:
     return (
         bool(entry["records"])
         or entry["error_code"] != ec.NONE
-        or p.reported != (entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"])
+        or p.reported != (entry["high_watermark"], entry["log_start_offset"])
     )
 
 
@@ -176,7 +178,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
     requested, forgotten = _requested(state, request, v)
     if v >= 7:
         step = state.fetch_sessions.begin(
-            ctx.broker_id, request.session_id, request.session_epoch, requested, forgotten
+            ctx.broker_id, request.session_id, request.session_epoch, requested, forgotten, by_id=v >= 13
         )
         if step.error_code != ec.NONE:
             return api_messages.build(
@@ -197,7 +199,7 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
         state.cond.wait(remaining)
     responses: dict[Any, dict[str, Any]] = {}
     for p, entry in answered:
-        p.reported = (entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"])
+        p.reported = (entry["high_watermark"], entry["log_start_offset"])
         key = p.topic_id if v >= 13 else p.topic
         topic = responses.setdefault(
             key,

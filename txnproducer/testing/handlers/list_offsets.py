@@ -1,14 +1,18 @@
 """ListOffsets (key 2): v1-10.
 
-Behaviour, per partition (unknown: UNKNOWN_TOPIC_OR_PARTITION; v4+ a ``current_leader_epoch`` older than the
-partition's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 is not checked); not the leader:
-NOT_LEADER_OR_FOLLOWER - in Kafka's order, ``Partition.localLogWithEpochOrThrow``):
-- timestamp -2 (earliest), -4 (earliest local) and -5 (earliest tiered): the log start offset;
-- -1 (latest): the high watermark, or the last stable offset for read_committed;
+Behaviour, per partition, in Kafka's order (``Partition.getLocalLog``; every broker holds a replica):
+unknown UNKNOWN_TOPIC_OR_PARTITION; v4+ a ``current_leader_epoch`` older than the partition's
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 is not checked); then, not the leader,
+NOT_LEADER_OR_FOLLOWER:
+- timestamp -2 (earliest) and -4 (earliest local): the log start offset, with the first cached leader
+  epoch when it covers the log start, else -1 (``UnifiedLog.fetchOffsetByTimestamp``); -5 (earliest
+  tiered): the log start offset with the current leader epoch;
+- -1 (latest): the high watermark, or the last stable offset for read_committed, with the current
+  leader epoch;
 - -3 (max timestamp): the largest batch max timestamp and the last offset of that batch;
 - a timestamp >= 0: the base offset of the first batch whose max timestamp is at least that, answered
   with the requested timestamp; none: offset and timestamp -1.
-The answer carries the partition's leader epoch.
+Answers other than earliest carry the partition's current leader epoch.
 
 Authorization (KafkaApis.handleListOffsetRequest): Describe on each topic; a refused topic's partitions are
 TOPIC_AUTHORIZATION_FAILED (timestamp and offset -1), checked before their existence.
@@ -51,24 +55,22 @@ def handle(state: ClusterState, ctx: RequestContext, request: Any) -> Any:
                 "offset": -1,
                 "leader_epoch": -1,
             }
-            entry["error_code"], log = led_here(state, ctx, t.name, p.partition_index, describable)
-            known = state.partition_log(t.name, p.partition_index) if describable else None
             current = p.current_leader_epoch if v >= 4 else -1
-            if known is not None and 0 <= current < known.leader_epoch:
-                entry["error_code"], log = ec.FENCED_LEADER_EPOCH, None
-            elif known is not None and current > known.leader_epoch:
-                entry["error_code"], log = ec.UNKNOWN_LEADER_EPOCH, None
+            entry["error_code"], log = led_here(
+                state, ctx, t.name, p.partition_index, describable, current
+            )
             if log is not None:
                 entry["leader_epoch"] = log.leader_epoch
                 ts = p.timestamp
-                if ts == -2:  # earliest
+                if ts in (-2, -4):  # earliest, earliest local (one local log)
                     entry["offset"] = log.log_start_offset
+                    entry["leader_epoch"] = log.earliest_epoch()
                 elif ts == -1:  # latest
                     entry["offset"] = log.last_stable_offset if read_committed else log.high_watermark
                 elif ts == -3:  # max timestamp
                     max_ts, offset = log.max_timestamp_offset()
                     entry.update(timestamp=max_ts, offset=offset)
-                elif ts < 0:  # -4 earliest local, -5 earliest tiered: a single local log
+                elif ts < 0:  # -5 earliest tiered: nothing is tiered, the log start
                     entry["offset"] = log.log_start_offset
                 else:
                     found = log.offset_for_timestamp(ts)

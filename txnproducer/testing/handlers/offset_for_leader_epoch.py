@@ -3,9 +3,10 @@
 Behaviour, per partition: the end offset of the requested leader epoch from the partition's epoch
 cache (``PartitionLog.end_offset_for_epoch``, Kafka's ``LeaderEpochFileCache.endOffsetFor``): the
 current epoch ends at the log end offset; an earlier epoch where the next one starts (answered with the
-largest epoch not above the requested one); an unknown epoch -1/-1. A ``current_leader_epoch`` older
-than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1 is not checked); unknown
-partition UNKNOWN_TOPIC_OR_PARTITION; not the leader NOT_LEADER_OR_FOLLOWER.
+largest epoch not above the requested one); an unknown epoch -1/-1. Checked in Kafka's order
+(``Partition.getLocalLog``; every broker holds a replica): unknown partition
+UNKNOWN_TOPIC_OR_PARTITION; a ``current_leader_epoch`` older than the partition's FENCED_LEADER_EPOCH,
+newer UNKNOWN_LEADER_EPOCH (-1 is not checked); then, not the leader, NOT_LEADER_OR_FOLLOWER.
 
 Why the mock needs it: a consumer validates its fetch position with it after a partition's leader epoch
 changed (KIP-320); kafka-python 3.0.12 stops fetching the partition for good when the broker does not
@@ -37,14 +38,9 @@ def _partition(state: ClusterState, ctx: RequestContext, topic: str, p: Any,
                describable: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"partition": p.partition, "error_code": ec.NONE, "leader_epoch": -1,
                              "end_offset": -1}
-    entry["error_code"], log = led_here(state, ctx, topic, p.partition, describable)
-    if log is None:
-        return entry
-    if 0 <= p.current_leader_epoch < log.leader_epoch:
-        entry["error_code"] = ec.FENCED_LEADER_EPOCH
-    elif p.current_leader_epoch > log.leader_epoch:
-        entry["error_code"] = ec.UNKNOWN_LEADER_EPOCH
-    else:
+    entry["error_code"], log = led_here(state, ctx, topic, p.partition, describable,
+                                                 p.current_leader_epoch)
+    if log is not None:
         entry["leader_epoch"], entry["end_offset"] = log.end_offset_for_epoch(p.leader_epoch)
     return entry
 
