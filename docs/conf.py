@@ -105,6 +105,7 @@ README_SECTIONS = {
     "operating-exactly-once-pipelines": "operations",
     "observability": "guide/observability",
     "performance": "performance",
+    "secured-listeners": "performance",  # a part of Performance that Secured clusters links to
     "architecture": "architecture",
     "real-broker-tests": "contributing",
     "chaos-tier": "contributing",
