@@ -12,7 +12,13 @@ import importlib.metadata
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from .config import ProducerConfig
-from .consumer import BytesColumn, ConsumerRecord, PartitionBatch, TransactionalConsumer
+from .consumer import (
+    BytesColumn,
+    ConsumerRecord,
+    PartitionBatch,
+    RebalanceListener,
+    TransactionalConsumer,
+)
 from .consumer_config import ConsumerConfig
 from .errors import (
     AbortableError,
@@ -95,6 +101,7 @@ __all__ = [
     "ProduceRejectedError",
     "ProducerConfig",
     "ProducerFencedError",
+    "RebalanceListener",
     "RecordMetadata",
     "RecordTooLargeError",
     "RetriableError",

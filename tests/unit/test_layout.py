@@ -44,7 +44,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
                             "txnproducer._internal.config_names")),
     ("txnproducer.consumer_config", (
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.config_checks",
-        "txnproducer._internal.config_names",
+        "txnproducer._internal.config_names", "txnproducer._internal.group.settings",
     )),
     ("txnproducer._internal.network", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",

@@ -295,9 +295,10 @@ class Fetcher:
     def has_buffered(self) -> bool:
         return bool(self._completed)
 
-    def collect(self, max_records: int, columns: bool) -> list[Any]:
+    def collect(self, max_records: int, columns: bool, chunks: bool = False) -> list[Any]:
         """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, or one
-        :class:`PartitionBatch` per partition chunk with ``columns``); then the next fetches go out."""
+        :class:`PartitionBatch` per partition chunk with ``columns``, or one list of records per
+        partition chunk with ``chunks``); then the next fetches go out."""
         out: list[Any] = []
         remaining = max_records
         completed = self._completed
@@ -323,8 +324,8 @@ class Fetcher:
             n = len(taken)
             if n:
                 remaining -= n
-                if not isinstance(taken, list):
-                    out.append(taken)  # a PartitionBatch: one per chunk
+                if chunks or not isinstance(taken, list):
+                    out.append(taken)  # a PartitionBatch or a chunk's records: one per chunk
                 elif out:
                     out.extend(taken)
                 else:
