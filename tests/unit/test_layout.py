@@ -82,7 +82,8 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal",
     )),
     ("txnproducer.eos", (
-        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer.consumer",
+        "txnproducer.consumer_config", "txnproducer._internal.log",
     )),
     ("txnproducer.aio", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
