@@ -439,8 +439,8 @@ def big_metadata_answer(correlation_id: int, topics: int = 2500) -> bytes:
     topic = MetadataResponse.MetadataResponseTopic
     response = MetadataResponse(version=9, throttle_time_ms=0, brokers=[], cluster_id="c" * 50,
                                 controller_id=1,
-                                topics=[topic(error_code=0, name=f"topic-{i:05d}-" + "x" * 100, is_internal=False,
-                                              partitions=[]) for i in range(topics)])
+                                topics=[topic(error_code=0, name=f"topic-{i:05d}-" + "x" * 100,
+                                              is_internal=False, partitions=[]) for i in range(topics)])
     response.with_header(correlation_id=correlation_id)
     return bytes(response.encode(header=True, framed=True))
 

@@ -18,8 +18,9 @@ import pytest
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 from txnproducer import ConsumerConfig, ConsumerRecord, errors
+from txnproducer._internal.fetch.decoder import columns_from_records
 from txnproducer.config import ProducerConfig
-from txnproducer.eos import OutputRecord, TransactionalProcessor
+from txnproducer.eos import OutputBatch, OutputRecord, TransactionalProcessor
 
 T0, T1 = TopicPartition("in", 0), TopicPartition("in", 1)
 
@@ -90,6 +91,10 @@ class FakeConsumer:
                 self.positions[tp] = pos + n
                 budget -= n
         return out
+
+    def poll_batch(self, timeout: float, max_records: int) -> list[Any]:
+        return [columns_from_records(tp.topic, tp.partition, records)
+                for tp, records in self.poll_by_partition(timeout, max_records).items()]
 
     def seek(self, tp: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         if tp not in self.assigned:
@@ -299,7 +304,40 @@ def test_exactly_one_transform_form_is_required() -> None:
     with pytest.raises(errors.ConfigError, match="exactly one"):
         Harness({T0: 1}, transform_batch=lambda rs: [])
     with pytest.raises(errors.ConfigError, match="exactly one"):
+        Harness({T0: 1}, transform_columns=lambda b: None)
+    with pytest.raises(errors.ConfigError, match="exactly one"):
         Harness({T0: 1}, transform=None)
+
+
+def test_a_column_transform_gets_each_partitions_columns_and_may_return_columns() -> None:
+    """transform_columns: a PartitionBatch per partition chunk in, OutputBatch (values, keys, a
+    partition) or OutputRecords out; the next offsets commit with the outputs."""
+    seen: list[tuple[int, list[int]]] = []
+
+    def columns(batch: Any) -> Any:
+        seen.append((batch.partition, list(batch.offsets)))
+        values = [v.upper() for v in batch.values]
+        if batch.partition == 0:
+            return OutputBatch("out", values, keys=[b"k%d" % o for o in batch.offsets], partition=0)
+        return [OutputRecord("out", v, partition=1) for v in values]
+
+    data = {T0: 3, T1: 2}
+    h = Harness(data, transform=None, transform_columns=columns, max_records_per_txn=10)
+    _, producer = h.started()
+    metrics = h.proc.run(max_transactions=1)
+    assert seen == [(0, [0, 1, 2]), (1, [0, 1])]
+    assert [(r.value, r.key, r.partition) for r in producer.committed] == [
+        (b"0:0", b"k0", 0), (b"0:1", b"k1", 0), (b"0:2", b"k2", 0), (b"1:0", None, 1), (b"1:1", None, 1)]
+    assert h.commits == [{T0: OffsetAndMetadata(3, "", 0), T1: OffsetAndMetadata(2, "", 0)}]
+    assert metrics["records_in"] == 5 and metrics["records_out"] == 5
+
+
+def test_an_output_batch_with_keys_and_values_apart_aborts_with_a_typed_error() -> None:
+    h = Harness({T0: 2}, transform=None,
+                transform_columns=lambda b: OutputBatch("out", list(b.values), keys=[b"k"]))
+    with pytest.raises(errors.TransformOutputError, match="1 keys for 2 values"):
+        h.proc.run()
+    assert h.log[-2:] == ["abort", "seek 0@0"] and h.group.committed == {}
 
 
 # --- the loop ---------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Exactly-once consume-transform-produce: :class:`TransactionalProcessor` and :class:`OutputRecord`.
+"""Exactly-once consume-transform-produce: :class:`TransactionalProcessor`, :class:`OutputRecord` and
+:class:`OutputBatch`.
 
 What the room holds: the processor loop (``processor``), the records a transform emits and the
 shapes a transform may return (``output_record``), the settings it forces on the consumer and
@@ -10,8 +11,8 @@ What it may import: the public API (``txnproducer.producer``, ``consumer``, ``co
 user of the producer and the consumer like any application.
 """
 
-from txnproducer.eos.output_record import OutputRecord
+from txnproducer.eos.output_record import OutputBatch, OutputRecord
 from txnproducer.eos.processor import CrashPoint, TransactionalProcessor
 from txnproducer.errors import TransformOutputError
 
-__all__ = ["CrashPoint", "OutputRecord", "TransactionalProcessor", "TransformOutputError"]
+__all__ = ["CrashPoint", "OutputBatch", "OutputRecord", "TransactionalProcessor", "TransformOutputError"]

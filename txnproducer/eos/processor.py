@@ -44,7 +44,13 @@ from txnproducer._internal.log import get_logger
 from txnproducer.config import ProducerConfig
 from txnproducer.consumer import TransactionalConsumer
 from txnproducer.consumer_config import ConsumerConfig
-from txnproducer.eos.output_record import BatchTransform, OutputRecord, Transform, apply_transform
+from txnproducer.eos.output_record import (
+    BatchTransform,
+    ColumnTransform,
+    Transform,
+    apply_transform,
+    send_outputs,
+)
 from txnproducer.eos.progress import METRIC_NAMES, TxnProgress
 from txnproducer.eos.settings import processor_settings
 from txnproducer.producer import TransactionalProducer
@@ -98,14 +104,6 @@ _BAD_OUTPUT = (errors.ConfigError, errors.SerializationError, errors.RecordTooLa
 _STABLE = "stable"  # kafka.structs.MemberState.STABLE
 
 
-def _default_producer_factory(config: ProducerConfig) -> Any:
-    return TransactionalProducer(config)
-
-
-def _default_consumer_factory(config: ConsumerConfig) -> Any:
-    return TransactionalConsumer(config)
-
-
 class TransactionalProcessor:
     """A consume-transform-produce loop with exactly-once results (see the module docstring).
 
@@ -125,10 +123,12 @@ class TransactionalProcessor:
     ``session_timeout_ms`` (45 s by default). ``group_instance_id=False`` makes a dynamic member; a
     string chooses the id.
 
-    Give exactly one of ``transform(record)`` (called per input record) or
-    ``transform_batch(records)`` (called per poll, records in per-partition order); either returns
-    an iterable of :class:`OutputRecord`, one OutputRecord, or None (no output: a filter). Anything
-    else (bytes, a tuple of fields, ...) is a :class:`~txnproducer.errors.TransformOutputError`.
+    Give exactly one of ``transform(record)`` (called per input record), ``transform_batch(records)``
+    (called per poll, records in per-partition order) or ``transform_columns(batch)`` (called per
+    :class:`~txnproducer.PartitionBatch` of a poll: columns, no object per record - the fastest);
+    each returns an iterable of :class:`OutputRecord` / :class:`OutputBatch`, one of them, or None
+    (no output: a filter). Anything else (bytes, a tuple of fields, ...) is a
+    :class:`~txnproducer.errors.TransformOutputError`.
     ``on_commit(offsets)`` is called on the loop's thread after every committed transaction with the
     input offsets it committed; ``on_assigned(partitions)`` after every rebalance with the new
     assignment (on the loop's thread, inside its poll; an exception from it is logged).
@@ -148,6 +148,7 @@ class TransactionalProcessor:
         producer_config: ProducerConfig | Mapping[str, Any],
         transform: Transform | None = None,
         transform_batch: BatchTransform | None = None,
+        transform_columns: ColumnTransform | None = None,
         instance_name: str | None = None,
         transactional_id: str | None = None,
         group_instance_id: str | bool | None = None,
@@ -161,8 +162,8 @@ class TransactionalProcessor:
         consumer_factory: Callable[[ConsumerConfig], Any] | None = None,
         producer_factory: Callable[[ProducerConfig], Any] | None = None,
     ) -> None:
-        if (transform is None) == (transform_batch is None):
-            raise errors.ConfigError("give exactly one of transform= or transform_batch=")
+        if sum(t is not None for t in (transform, transform_batch, transform_columns)) != 1:
+            raise errors.ConfigError("give exactly one of transform=, transform_batch= or transform_columns=")
         settings = processor_settings(
             input_topics, consumer_config, producer_config, instance_name=instance_name,
             transactional_id=transactional_id, group_instance_id=group_instance_id,
@@ -175,6 +176,7 @@ class TransactionalProcessor:
         self._topics = settings.topics
         self._transform = transform
         self._transform_batch = transform_batch
+        self._transform_columns = transform_columns
         self._max_records = max_records_per_txn
         self._max_txn_ms = max_txn_time_ms
         self._poll_s = poll_timeout_ms / 1000
@@ -183,8 +185,8 @@ class TransactionalProcessor:
         self._on_commit = on_commit
         self._on_assigned = on_assigned
         self._assigned: frozenset[TopicPartition] = frozenset()
-        self._consumer_factory = consumer_factory or _default_consumer_factory
-        self._producer_factory = producer_factory or _default_producer_factory
+        self._consumer_factory: Callable[[ConsumerConfig], Any] = consumer_factory or TransactionalConsumer
+        self._producer_factory: Callable[[ProducerConfig], Any] = producer_factory or TransactionalProducer
         self._log = get_logger("txnproducer.eos").bind(
             transactional_id=self._producer_config.transactional_id, group_id=self._group_id)
 
@@ -456,29 +458,24 @@ class TransactionalProcessor:
         timeout = self._poll_s
         if progress.open:
             timeout = min(timeout, max(0.0, (self._max_txn_ms - progress.age_ms()) / 1000))
-        polled = self._consumer.poll_by_partition(timeout, max(1, room))
+        columns = self._transform_columns is not None
+        polled: Any = (self._consumer.poll_batch(timeout, max(1, room)) if columns
+                       else self._consumer.poll_by_partition(timeout, max(1, room)))
         if not polled:
             return 0
         if not progress.open:
             self._producer.begin_transaction()
             progress.begin()
-        count = progress.consumed(polled)
+        count = progress.consumed_batches(polled) if columns else progress.consumed(polled)
         self._count(records_polled=count)
         try:
-            outputs = apply_transform(polled, self._transform, self._transform_batch)
+            outputs = apply_transform(polled, self._transform, self._transform_batch, self._transform_columns)
         except Exception as exc:
             self._log.warning("eos.transform_failed", error=repr(exc))
             self._abort(reason="transform")
             raise _UserCodeError(exc) from exc
-        send = self._producer.send
         try:
-            for out in outputs:
-                if type(out) is not OutputRecord and not isinstance(out, OutputRecord):
-                    raise errors.TransformOutputError(
-                        f"the transform's output holds {type(out).__name__} {out!r:.80}: every item must be "
-                        "an OutputRecord(topic, value, key=None, partition=None, headers=None, "
-                        "timestamp_ms=None)")
-                send(out.topic, out.value, out.key, out.partition, out.timestamp_ms, out.headers)
+            sent = send_outputs(self._producer.send, outputs)
         except _BAD_OUTPUT as exc:
             self._log.warning("eos.bad_output_record", error=repr(exc))
             self._abort(reason="transform")
@@ -486,7 +483,7 @@ class TransactionalProcessor:
         except (errors.AbortableError, errors.TimeoutError) as exc:
             self._abort(reason="error", cause=exc)
             return count
-        progress.records_out += len(outputs)
+        progress.records_out += sent
         self._maybe_crash("after_send")
         return count
 

@@ -77,6 +77,22 @@ class TxnProgress:
         self.records_in += count
         return count
 
+    def consumed_batches(self, batches: Sequence[Any]) -> int:
+        """Note a ``poll_batch``'s PartitionBatches (one partition chunk each); returns how many records."""
+        count = 0
+        start, nxt = self.start, self._next
+        for batch in batches:
+            n = len(batch)
+            if not n:
+                continue
+            tp = TopicPartition(batch.topic, batch.partition)
+            if tp not in start:
+                start[tp] = int(batch.offsets[0])
+            nxt[tp] = (int(batch.offsets[n - 1]) + 1, int(batch.leader_epochs[n - 1]))
+            count += n
+        self.records_in += count
+        return count
+
     def next_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """The offsets to commit with the transaction: one past the last consumed record."""
         return {tp: OffsetAndMetadata(offset, "", epoch) for tp, (offset, epoch) in self._next.items()}
