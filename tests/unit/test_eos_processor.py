@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from txnproducer import ConsumerConfig, ConsumerRecord, errors
 from txnproducer._internal.fetch.decoder import columns_from_records
 from txnproducer.config import ProducerConfig
 from txnproducer.eos import OutputBatch, OutputRecord, TransactionalProcessor
+from txnproducer.eos.progress import METRIC_NAMES
 
 T0, T1 = TopicPartition("in", 0), TopicPartition("in", 1)
 
@@ -679,3 +681,12 @@ def test_run_until_idle_waits_while_the_group_is_rebalancing() -> None:
     assert h.output_values() == expected_values(data)
     with pytest.raises(errors.ConfigError, match="until_idle"):
         h.proc.run(until_idle=-1)
+
+
+def test_every_metric_is_documented_in_the_readme() -> None:
+    """Issue 34 item 7: metrics() keys are documented where a user of the processor looks."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Exactly-once pipelines"):readme.index("## asyncio")]
+    assert set(Harness({T0: 1}).proc.metrics()) == set(METRIC_NAMES)
+    missing = [name for name in METRIC_NAMES if f"| `{name}` |" not in section]
+    assert not missing, f"metrics() keys without a row in README's metrics table: {missing}"
