@@ -107,6 +107,7 @@ class TransactionalConsumer:
         self._offsets = OffsetLookups(config, self._net, self._assignment)
         self._default_s = config.default_api_timeout_ms / 1000
         self._closed = False
+        self._closing = False
         self._deserialize = config.key_deserializer is not None or config.value_deserializer is not None
 
     @property
@@ -522,14 +523,15 @@ class TransactionalConsumer:
         drops it after ``session_timeout_ms`` if it does not come back. ``leave_group`` (Java's
         ``CloseOptions``): True leaves in either case; False leaves nothing and runs no listener (as
         if the process had died). Raises the listener's exception, after closing."""
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        self._closing = True  # the listener may still use the consumer while the member revokes
         bound = self._default_s if timeout is None else timeout
         try:
             if self._membership is not None:
                 self._membership.close(bound, leave_group if self._subscription else False)
         finally:
+            self._closed = True
             self._fetcher.discard()
             self._net.close()
 

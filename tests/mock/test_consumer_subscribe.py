@@ -338,8 +338,18 @@ def test_a_dynamic_member_leaves_on_close_and_a_static_one_stays(
         cond, "both own their topic", lambda: dynamic.owned() == ALL and static.owned() == ALL, running
     )
     generation = static.consumer.group_metadata().generation_id
+    # the listener may still use the consumer and its group while close() revokes (to end a transaction)
+    positions: dict[TopicPartition, Any] = {}
+
+    def look_up() -> None:
+        owned = dynamic.consumer.assignment()
+        positions.update({tp: dynamic.consumer.position(tp, 5) for tp in owned})
+        positions["committed"] = dynamic.consumer.committed(owned, 5)
+
+    dynamic.listener.on_revoked_do = look_up
     since = cluster.requests.next_seq()
     dynamic.stop()
+    assert positions == {**dict.fromkeys(ALL, 0), "committed": dict.fromkeys(ALL)}
     static.stop()
     leaves = [e.fields.get("group_id") for e in cluster.request_log[since:] if e.api == "LeaveGroup"]
     assert leaves == ["closing-d"]

@@ -101,7 +101,8 @@ class GroupMember:
         self._offset_fetch: tuple[frozenset[TopicPartition], _Pending] | None = None
         # the generation of the last completed join (Java's groupMetadata)
         self._joined = Generation(-1, "", None)
-        self._closing = False
+        self._closing = False  # unusable from here on: every wait ends with ClosedError
+        self._close_started = False
         self._io.start()
 
     # -- reading (any thread) ---------------------------------------------------------------------
@@ -251,16 +252,19 @@ class GroupMember:
         its session timeout, as if the process had died). Unless ``leave_group`` is False, the
         revoke hook runs first for the partitions still owned (the lost hook if the member was
         dropped). Raises a hook's exception after closing."""
-        if self._closing:
+        if self._close_started:
             return
-        self._closing = True
+        self._close_started = True
         deadline = time.monotonic() + max(0.0, timeout)
         hook_error: BaseException | None = None
         if leave_group is not False:
             try:
+                # the member is still usable here: the hook may look up committed offsets (a
+                # consumer's position() does for a partition it has not read yet)
                 self._on_leave_prepare()
             except BaseException as exc:  # closing goes on; the hook's error is raised at the end
                 hook_error = exc
+        self._closing = True
         static = self._settings.group_instance_id is not None
         leave = leave_group is True or (
             leave_group is None and not static and self._settings.leave_group_on_close)
