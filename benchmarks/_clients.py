@@ -5,8 +5,8 @@
 ``compare.py`` starts this script once per run, so each client runs in a fresh interpreter (no
 warm caches from another client, and ``ru_maxrss`` is that client's own peak RSS). S1-S3 use
 ``txnproducer.perf.run_workload``, the same loop for every client, through a small adapter per
-library. S4 is a consume-transform-produce loop: a read_committed kafka-python consumer in a
-group feeds a transactional producer that commits the consumed offsets with each transaction.
+library. S4 (consume-transform-produce) and S5 (read-only read_committed) are each reading client's
+own loop: ``_pipelines.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,9 @@ if str(ROOT) not in sys.path:  # run as a script from a source tree
     sys.path.insert(0, str(ROOT))
 
 from _aio_clients import AIO_CLIENTS, run_aio  # noqa: E402
+from _pipelines import PIPELINE_CLIENTS, READ_CLIENTS, run_pipeline, run_read  # noqa: E402
 
 from txnproducer.perf import (  # noqa: E402
-    PerfResult,
     TxnClient,
     TxnProducerClient,
     peak_rss_bytes,
@@ -43,6 +42,11 @@ PURE = "txnproducer-pure"
 #: and SASL (what a secured cluster got until issue 30): the same run can show the before and after
 KAFKA_IO = "txnproducer-kafka-io"
 OUR_CLIENTS = ("txnproducer", PURE, KAFKA_IO)
+#: our other ways through S4 and S5 (``_pipelines.py``): the processor with a record transform, the
+#: README's own loop, and the per-record poll()
+READ_SIDE_CLIENTS = ("txnproducer-records", "txnproducer-loop", "txnproducer-poll")
+#: inputs of S4 and S5: partitions of the input topic
+READ_PARTITIONS = 6
 
 # records per transaction, default records per run, default time bound per run (seconds)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -52,8 +56,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
            "title": "1 record/txn: transactions/s"},
     "S3": {"records_per_txn": 10, "num_records": 5_000, "max_seconds": 15.0,
            "title": "10 records/txn: commit latency"},
-    "S4": {"records_per_txn": None, "num_records": 50_000, "max_seconds": 30.0,
-           "title": "consume-transform-produce: records/s"},
+    "S4": {"records_per_txn": 1000, "num_records": 200_000, "max_seconds": 60.0,
+           "title": "consume-transform-produce: inputs/s"},
+    "S5": {"records_per_txn": None, "num_records": 200_000, "max_seconds": 60.0,
+           "title": "read-only read_committed: records/s"},
 }
 RECORD_SIZE = 100
 LINGER_MS = 5
@@ -102,12 +108,6 @@ class KafkaPythonClient:
     def abort(self) -> None:
         self.producer.abort_transaction()
 
-    def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
-        from kafka.structs import OffsetAndMetadata
-
-        self.producer.send_offsets_to_transaction(
-            {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items()}, consumer.group_metadata())
-
     def close(self) -> None:
         self.producer.close(timeout=BLOCK_TIMEOUT_S)
 
@@ -150,21 +150,19 @@ class ConfluentClient:
     def abort(self) -> None:
         self.producer.abort_transaction(BLOCK_TIMEOUT_S)
 
-    def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
-        raise NotImplementedError("S4 with confluent-kafka is not part of the comparison")
-
     def close(self) -> None:
         self.producer.flush(BLOCK_TIMEOUT_S)
 
 
 class OurClient(TxnProducerClient):
-    """TxnProducerClient plus what the S4 loop and the failover stream need."""
+    """TxnProducerClient plus what the failover stream needs."""
 
     def abort(self) -> None:
         self.producer.abort_transaction()
 
-    def send_offsets(self, offsets: dict[Any, int], consumer: Any) -> None:
-        self.producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+
+#: txnproducer-pure runs our default client of S4/S5 on the pure-Python path
+PURE_AS_OURS = {PURE: "txnproducer"}
 
 
 def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: int | None = None,
@@ -186,139 +184,6 @@ def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: in
     raise ValueError(f"unknown client {name!r}; one of {', '.join(CLIENTS)}")
 
 
-# --- S4: consume-transform-produce ------------------------------------------------------------------------
-
-
-def transform(value: bytes) -> bytes:
-    """The 'business logic' of S4: cheap and the same for every client."""
-    return value[::-1]
-
-
-def _consumer(bootstrap: str, topic: str, group: str) -> Any:
-    from kafka import KafkaConsumer
-
-    return KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, isolation_level="read_committed",
-        enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=500,
-    )
-
-
-def run_ctp_loop(client: Any, bootstrap: str, input_topic: str, output_topic: str, num_records: int,
-                 max_seconds: float) -> PerfResult:
-    """Hand-written consume-transform-produce: poll, begin, send each, send offsets, commit."""
-    consumer = _consumer(bootstrap, input_topic, f"bench-{uuid.uuid4().hex[:8]}")
-    t0 = time.monotonic()
-    client.init()
-    init_s = time.monotonic() - t0
-    latencies: list[float] = []
-    done = transactions = 0
-    start: float | None = None
-    hard_deadline = time.monotonic() + max_seconds + BLOCK_TIMEOUT_S  # includes the group join
-    try:
-        while done < num_records and time.monotonic() < hard_deadline:
-            polled = consumer.poll(timeout_ms=1000)
-            if not polled:
-                continue
-            if start is None:
-                start = time.monotonic()
-            client.begin()
-            offsets = {}
-            for tp, records in polled.items():
-                for record in records:
-                    client.send(output_topic, transform(record.value))
-                offsets[tp] = records[-1].offset + 1
-                done += len(records)
-            client.send_offsets(offsets, consumer)
-            commit_start = time.monotonic()
-            client.commit()
-            latencies.append((time.monotonic() - commit_start) * 1000.0)
-            transactions += 1
-            if time.monotonic() - start > max_seconds:
-                break
-        elapsed = time.monotonic() - start if start is not None else 0.0
-    finally:
-        consumer.close()
-    return PerfResult(client=client.name, records=done, transactions=transactions, record_size=RECORD_SIZE,
-                      elapsed_s=elapsed, commit_latencies_ms=latencies, peak_rss_bytes=peak_rss_bytes(),
-                      init_s=init_s, extra={"loop": "hand-written"})
-
-
-def run_eos_processor(bootstrap: str, input_topic: str, output_topic: str, num_records: int,
-                      max_seconds: float) -> PerfResult:
-    """Ours: ``txnproducer.eos.TransactionalProcessor`` (raises ImportError while it does not exist).
-
-    Timed like the hand-written loop: from the first poll that returned records to the last commit;
-    commit latency is ``commit_transaction()`` alone (a wrapper around the processor's producer).
-    """
-    import threading
-
-    from txnproducer import TransactionalProducer
-    from txnproducer.eos import OutputRecord, TransactionalProcessor
-
-    latencies: list[float] = []
-    first_data: list[float] = []
-    stop = threading.Event()
-
-    class TimedProducer(TransactionalProducer):
-        def commit_transaction(self, timeout: float | None = None) -> None:
-            t = time.monotonic()
-            super().commit_transaction(timeout)
-            latencies.append((time.monotonic() - t) * 1000.0)
-
-    def consumer_factory(**settings: Any) -> Any:
-        from kafka import KafkaConsumer
-
-        consumer = KafkaConsumer(**settings)
-        poll = consumer.poll
-
-        def timed_poll(*args: Any, **kwargs: Any) -> Any:
-            out = poll(*args, **kwargs)
-            if out and not first_data:
-                first_data.append(time.monotonic())
-            return out
-
-        consumer.poll = timed_poll
-        return consumer
-
-    processor: Any = None
-
-    def on_commit(_offsets: Any) -> None:
-        if processor.metrics()["records_in"] >= num_records or (
-                first_data and time.monotonic() - first_data[0] > max_seconds):
-            stop.set()
-
-    processor = TransactionalProcessor(
-        input_topic,
-        consumer_config={"bootstrap_servers": bootstrap, "group_id": f"bench-{uuid.uuid4().hex[:8]}",
-                         "max_poll_records": 500},
-        producer_config={"bootstrap_servers": bootstrap, "linger_ms": LINGER_MS,
-                         "max_block_ms": int(BLOCK_TIMEOUT_S * 1000)},
-        transactional_id=f"bench-eos-{uuid.uuid4().hex[:8]}",
-        transform_batch=lambda records: [OutputRecord(output_topic, transform(r.value)) for r in records],
-        max_records_per_txn=500,
-        on_commit=on_commit,
-        consumer_factory=consumer_factory,
-        producer_factory=lambda config: TimedProducer(config),
-    )
-    timer = threading.Timer(max_seconds + BLOCK_TIMEOUT_S, stop.set)  # bound incl. the group join
-    timer.start()
-    t0 = time.monotonic()
-    try:
-        processor.start()
-        init_s = time.monotonic() - t0
-        processor.run(stop_event=stop)
-        end = time.monotonic()
-        metrics = processor.metrics()
-    finally:
-        timer.cancel()
-        processor.stop()
-    elapsed = end - first_data[0] if first_data else 0.0
-    return PerfResult(client="txnproducer", records=metrics["records_in"],
-                      transactions=metrics["transactions_committed"], record_size=RECORD_SIZE,
-                      elapsed_s=elapsed, commit_latencies_ms=latencies, peak_rss_bytes=peak_rss_bytes(),
-                      init_s=init_s, extra={"loop": "txnproducer.eos.TransactionalProcessor"})
-
-
 # --- entry point -------------------------------------------------------------------------------------------
 
 
@@ -328,37 +193,33 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
     """``batch_size`` (S1-S3, the sync clients): the same batch size for every client; ``security``
     (S1-S3, the sync clients): a secured listener's settings."""
     spec = SCENARIOS[scenario]
-    if batch_size is not None and (client_name in AIO_CLIENTS or scenario == "S4"):
+    if batch_size is not None and (client_name in AIO_CLIENTS or scenario in ("S4", "S5")):
         raise ValueError("--batch-size is for the sync clients' S1-S3")
-    if security and (client_name in AIO_CLIENTS or scenario == "S4"):
+    if security and (client_name in AIO_CLIENTS or scenario in ("S4", "S5")):
         raise ValueError("--security-config is for the sync clients' S1-S3")
     n = num_records or spec["num_records"]
     bound = max_seconds or spec["max_seconds"]
     txn_id = f"bench-{client_name}-{scenario}-{uuid.uuid4().hex[:8]}"
     if client_name in AIO_CLIENTS:
-        if scenario == "S4":
+        if scenario in ("S4", "S5"):
             return {"client": client_name, "scenario": scenario,
-                    "skipped": "S4 compares the sync consume-transform-produce loops"}
+                    "skipped": "S4 and S5 compare the sync reading loops"}
         result = run_aio(client_name, bootstrap, txn_id, topic, n, RECORD_SIZE, spec["records_per_txn"],
                          bound)
     elif scenario == "S4":
         if input_topic is None:
             raise ValueError("S4 needs --input-topic (filled with records beforehand)")
-        if client_name in OUR_CLIENTS:
-            try:
-                result = run_eos_processor(bootstrap, input_topic, topic, n, bound)
-            except ImportError:
-                return {"client": client_name, "scenario": scenario,
-                        "skipped": "txnproducer.eos is not there yet"}
-        elif client_name == "kafka-python":
-            client = make_client(client_name, bootstrap, txn_id)
-            try:
-                result = run_ctp_loop(client, bootstrap, input_topic, topic, n, bound)
-            finally:
-                client.close()
-        else:
-            return {"client": client_name, "scenario": scenario,
-                    "skipped": "S4 compares ours with kafka-python"}
+        client = PURE_AS_OURS.get(client_name, client_name)
+        if client not in PIPELINE_CLIENTS:
+            return {"client": client_name, "scenario": scenario, "skipped": "not an S4 client"}
+        result = run_pipeline(client, bootstrap, input_topic, topic, n, bound, RECORD_SIZE)
+    elif scenario == "S5":
+        client = PURE_AS_OURS.get(client_name, client_name)
+        if client not in READ_CLIENTS:
+            return {"client": client_name, "scenario": scenario, "skipped": "not an S5 client"}
+        result = run_read(client, bootstrap, topic, READ_PARTITIONS, n, bound, RECORD_SIZE)
+    elif client_name in READ_SIDE_CLIENTS:
+        return {"client": client_name, "scenario": scenario, "skipped": "a read-side client (S4, S5)"}
     else:
         client = make_client(client_name, bootstrap, txn_id, batch_size, security)
         try:
@@ -379,10 +240,12 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", required=True, choices=(*CLIENTS, PURE, KAFKA_IO, *AIO_CLIENTS))
+    parser.add_argument("--client", required=True,
+                        choices=(*CLIENTS, PURE, KAFKA_IO, *READ_SIDE_CLIENTS, *AIO_CLIENTS))
     parser.add_argument("--scenario", required=True, choices=tuple(SCENARIOS))
     parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True, help="topic written (S4: the output topic)")
+    parser.add_argument("--topic", required=True,
+                        help="topic written (S4: the output topic; S5: the topic read)")
     parser.add_argument("--input-topic", help="S4: topic read (already filled)")
     parser.add_argument("--num-records", type=int, default=None)
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -401,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["AIO_CLIENTS", "CLIENTS", "KAFKA_IO", "PURE", "SCENARIOS", "TxnClient", "main", "make_client",
-           "run_one"]
+__all__ = ["AIO_CLIENTS", "CLIENTS", "KAFKA_IO", "PURE", "READ_PARTITIONS", "READ_SIDE_CLIENTS", "SCENARIOS",
+           "TxnClient", "main", "make_client", "run_one"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,10 +4,12 @@ Why: the issue's targets were set against the Java client's numbers on another m
 the same rounds, on the same broker and CPUs, it shows what the JVM client does here, so a ratio
 against kafka-python can be read against what the reference itself reaches.
 
-``TxnBench.java`` (next to this file) is compiled once per ``compare.py`` run against the
-Kafka client jars of a distribution (``<kafka home>/libs``, or ``--java-classpath``); nothing of
-Kafka's is in this repository. It runs S1-S3 with the loop of ``txnproducer.perf.run_workload``
-and prints the same JSON keys.
+``TxnBench.java`` and ``PipelineBench.java`` (``java/`` next to this file) are compiled once per
+``compare.py`` run against the Kafka client jars of a distribution (``<kafka home>/libs``, or
+``--java-classpath``); nothing of Kafka's is in this repository. ``TxnBench`` runs S1-S3 with the
+loop of ``txnproducer.perf.run_workload``, ``PipelineBench`` S4 (a KafkaConsumer +
+``KafkaProducer.sendOffsetsToTransaction`` loop) and S5 (a read_committed read); both print the
+same JSON keys as the Python clients.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "STREAM_SOURCE", "JavaUnavailable", "compile_bench",
-           "java_classpath", "java_command", "java_versions", "kafka_clients_version", "stream_command"]
+__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "PIPELINE_SOURCE", "STREAM_SOURCE", "JavaUnavailable",
+           "compile_bench", "java_classpath", "java_command", "java_versions", "kafka_clients_version",
+           "pipeline_command", "stream_command"]
 
 JAVA_CLIENT = "java"
 JAVA_WARMUP_S = 3.0  # untimed seconds of the scenario's loop before a Java run is measured
 SOURCE = Path(__file__).resolve().parent / "java" / "TxnBench.java"
+#: S4/S5's Java loops; it uses TxnBench's helpers, so the two are compiled together
+PIPELINE_SOURCE = Path(__file__).resolve().parent / "java" / "PipelineBench.java"
 STREAM_SOURCE = Path(__file__).resolve().parent / "java" / "TxnStream.java"  # failover.py's stream
 _CLIENTS_JAR = re.compile(r"kafka-clients-(\d[\w.\-]*)\.jar$")
 
@@ -61,19 +66,21 @@ def java_classpath(explicit: str | None, kafka_home: str | None) -> str:
     return classpath
 
 
-def compile_bench(classpath: str, out_dir: Path, source: Path = SOURCE) -> Path:
-    """Compile ``source`` (TxnBench.java by default) into ``out_dir``; returns the directory to add to
-    the class path."""
+def compile_bench(classpath: str, out_dir: Path, *sources: Path) -> Path:
+    """Compile ``sources`` (TxnBench.java and PipelineBench.java by default) into ``out_dir``;
+    returns the directory to add to the class path."""
+    sources = sources or (SOURCE, PIPELINE_SOURCE)
+    names = ", ".join(source.name for source in sources)
     javac = shutil.which("javac")
     if javac is None or shutil.which("java") is None:
         raise JavaUnavailable("the java client needs a JDK (javac and java on PATH)")
     try:
-        proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), str(source)],
+        proc = subprocess.run([javac, "-cp", classpath, "-d", str(out_dir), *map(str, sources)],
                               capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise JavaUnavailable(f"javac could not compile {source.name}: {exc}") from exc
+        raise JavaUnavailable(f"javac could not compile {names}: {exc}") from exc
     if proc.returncode != 0:
-        raise JavaUnavailable(f"javac failed on {source.name}: {proc.stderr.strip()[-1500:]}")
+        raise JavaUnavailable(f"javac failed on {names}: {proc.stderr.strip()[-1500:]}")
     return out_dir
 
 
@@ -88,6 +95,16 @@ def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, reco
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
             str(records_per_txn), str(num_records), str(max_seconds), str(record_size),
             str(warmup_seconds)] + ([] if batch_size is None else [str(batch_size)])
+
+
+def pipeline_command(classpath: str, classes: Path, mode: str, bootstrap: str, input_topic: str,
+                     output_topic: str, num_records: int, max_seconds: float, record_size: int,
+                     partitions: int, warmup_seconds: float) -> list[str]:
+    """One S4 (``mode="ctp"``) or S5 (``"read"``) run of the Java client (``PipelineBench.java``), after
+    ``warmup_seconds`` of the same loop untimed; the JVM with its defaults."""
+    return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "PipelineBench", mode, bootstrap,
+            input_topic, output_topic, str(num_records), str(max_seconds), str(record_size), str(partitions),
+            str(warmup_seconds)]
 
 
 def stream_command(classpath: str, classes: Path, bootstrap: str, topic: str, transactional_id: str,

@@ -1,4 +1,4 @@
-"""Side-by-side benchmark: txnproducer vs kafka-python vs confluent-kafka, transactional writes.
+"""Side-by-side benchmark: txnproducer vs kafka-python vs confluent-kafka (and Java), transactions.
 
     python benchmarks/compare.py --bootstrap HOST:PORT    # a real Kafka (must allow transactions)
     python benchmarks/compare.py --kafka-home /path/to/kafka_2.13-4.1.0   # start a one-node KRaft Kafka
@@ -12,8 +12,13 @@ broker (log growth, JIT, page cache) hits every client alike; every run is its o
 (every run and the medians), ``results.md`` (the table, ratios vs each other client) and
 ``results.png`` (when matplotlib is installed: ``pip install 'txnproducer[bench]'``).
 
-``--clients txnproducer,kafka-python,confluent-kafka,java`` adds the Java client as a reference
-(S1-S3; needs a JDK and Kafka's client jars from ``--kafka-home``, ``$KAFKA_HOME`` or
+S1-S3 write (1,000, 1 and 10 records per transaction); S4 is consume-transform-produce (200,000 inputs
+of 100 bytes in 6 partitions, ``value.upper()``, a transaction per poll of at most 1,000 inputs with
+the consumer's group metadata) and S5 a read-only read_committed read of 200,000 committed records
+(``_pipelines.py`` has each client's loop; ``txnproducer`` is the processor with its column transform
+in S4 and ``poll_batch`` in S5, ``txnproducer-records``, ``txnproducer-loop`` and ``txnproducer-poll``
+our other ways). ``--clients txnproducer,kafka-python,confluent-kafka,java`` adds the Java client as a
+reference (needs a JDK and Kafka's client jars from ``--kafka-home``, ``$KAFKA_HOME`` or
 ``--java-classpath``; see ``_java.py``). ``--clients txnproducer-aio,confluent-aio,aiokafka
 --scenarios S2,S3`` compares the asyncio clients (``_aio_clients.py``); the ratios are then
 against ``txnproducer-aio``.
@@ -53,7 +58,16 @@ if str(ROOT) not in sys.path:
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from _clients import AIO_CLIENTS, CLIENTS, KAFKA_IO, PURE, RECORD_SIZE, SCENARIOS  # noqa: E402
+from _clients import (  # noqa: E402
+    AIO_CLIENTS,
+    CLIENTS,
+    KAFKA_IO,
+    PURE,
+    READ_PARTITIONS,
+    READ_SIDE_CLIENTS,
+    RECORD_SIZE,
+    SCENARIOS,
+)
 from _java import (  # noqa: E402
     JAVA_CLIENT,
     JAVA_WARMUP_S,
@@ -62,7 +76,9 @@ from _java import (  # noqa: E402
     java_classpath,
     java_command,
     java_versions,
+    pipeline_command,
 )
+from _pipelines import PIPELINE_CLIENTS, READ_CLIENTS, write_input  # noqa: E402
 from _secured import LISTENERS, SecuredBench, secured_kafka, split_column  # noqa: E402
 
 from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
@@ -70,7 +86,8 @@ from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 PARTITIONS = 3
 OURS = "txnproducer"
 OURS_AIO = "txnproducer-aio"
-ALL_CLIENTS = (*CLIENTS, PURE, KAFKA_IO, *AIO_CLIENTS, JAVA_CLIENT)
+ALL_CLIENTS = (*CLIENTS, PURE, KAFKA_IO, *READ_SIDE_CLIENTS, *AIO_CLIENTS, JAVA_CLIENT)
+READ_SCENARIOS = ("S4", "S5")
 
 # (scenario, metric key, label, higher is better)
 METRICS: list[tuple[str, str, str, bool]] = [
@@ -84,8 +101,29 @@ METRICS: list[tuple[str, str, str, bool]] = [
     ("S3", "commit_p95", "S3 commit p95 (ms)", False),
     ("S3", "commit_p99", "S3 commit p99 (ms)", False),
     ("S3", "transactions_per_s", "S3 transactions/s", True),
-    ("S4", "records_per_s", "S4 consume-transform-produce: records/s", True),
+    ("S4", "records_per_s", "S4 consume-transform-produce: inputs/s", True),
+    ("S4", "cpu_us_per_record", "S4 CPU per input (us, whole process)", False),
+    ("S4", "commit_p50", "S4 commit p50 (ms)", False),
+    ("S4", "peak_rss_mib", "S4 peak RSS (MiB)", False),
+    ("S5", "records_per_s", "S5 read_committed read-only: records/s", True),
+    ("S5", "cpu_us_per_record", "S5 CPU per record (us, whole process)", False),
 ]
+
+
+def runs_in(client: str, scenario: str) -> bool:
+    """Whether ``client`` (a column: ``client@LISTENER`` too) takes part in ``scenario`` (S4 and S5 have
+    their own sets of loops)."""
+    client = split_column(client)[0]
+    if client == JAVA_CLIENT:
+        return True
+    if client in AIO_CLIENTS:
+        return scenario not in READ_SCENARIOS
+    ours = "txnproducer" if client == PURE else client
+    if scenario == "S4":
+        return ours in PIPELINE_CLIENTS
+    if scenario == "S5":
+        return ours in READ_CLIENTS
+    return client not in READ_SIDE_CLIENTS
 
 
 def metric_value(run: dict[str, Any], key: str) -> float | None:
@@ -173,18 +211,11 @@ def target(args: argparse.Namespace, secured: bool) -> Iterator[tuple[str, str, 
                             f"transaction.version={args.transaction_version}{where})"), None
 
 
-def prefill(bootstrap: str, topic: str, count: int) -> None:
-    """Write ``count`` plain records to S4's input topic (non-transactional kafka-python)."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
-    payload = os.urandom(RECORD_SIZE)
-    try:
-        for _ in range(count):
-            producer.send(topic, payload)
-        producer.flush(timeout=120)
-    finally:
-        producer.close(timeout=30)
+def prefill(bootstrap: str, topic: str, count: int, abort_every: int = 0) -> int:
+    """Write S4's or S5's input: ``count`` committed records in 1,000-record transactions, round robin
+    over the partitions (every ``abort_every``-th transaction aborted: S5's readers filter them);
+    returns the records committed."""
+    return write_input(bootstrap, topic, READ_PARTITIONS, count, RECORD_SIZE, abort_every)
 
 
 # --- running -------------------------------------------------------------------------------------------
@@ -206,13 +237,16 @@ def run_client(column: str, scenario: str, bootstrap: str, topic: str, input_top
     if secured is not None:
         bootstrap = secured.bootstrap_of(listener)
     if client == JAVA_CLIENT:
-        if scenario == "S4":
-            return {"client": client, "scenario": scenario, "skipped": "S4 compares ours with kafka-python"}
         if java is None:
             raise ValueError("the java client needs its class path and compiled classes")
-        cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
-                           num_records or SCENARIOS[scenario]["num_records"], max_seconds, RECORD_SIZE,
-                           JAVA_WARMUP_S, batch_size)
+        count = num_records or SCENARIOS[scenario]["num_records"]
+        if scenario in READ_SCENARIOS:
+            mode, read = ("ctp", input_topic or "") if scenario == "S4" else ("read", topic)
+            cmd = pipeline_command(java[0], java[1], mode, bootstrap, read, topic, count, max_seconds,
+                                   RECORD_SIZE, READ_PARTITIONS, JAVA_WARMUP_S)
+        else:
+            cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
+                               count, max_seconds, RECORD_SIZE, JAVA_WARMUP_S, batch_size)
     else:
         cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
                "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
@@ -322,7 +356,7 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
     panels = [("S1", "records_per_s", "S1: records/s (1,000/txn)"),
               ("S2", "transactions_per_s", "S2: transactions/s (1/txn)"),
               ("S3", None, "S3: commit latency ms (10/txn)"),
-              ("S4", "records_per_s", "S4: consume-transform-produce records/s")]
+              ("S4", "records_per_s", "S4: consume-transform-produce inputs/s")]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39",
               JAVA_CLIENT: "#5b8c3a", "txnproducer-aio": "#2a7ab9", "confluent-aio": "#e07b39",
@@ -381,18 +415,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-rounds", type=int, default=0,
                         help="rounds run first and left out of the medians (a freshly started broker's "
                              "JIT makes its first minute slow for every client)")
-    parser.add_argument("--scenarios", default="S1,S2,S3,S4", help="comma-separated (default all)")
+    parser.add_argument("--scenarios", default="S1,S2,S3,S4,S5", help="comma-separated (default all)")
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help="comma-separated (default the three Python clients; add 'java' for the "
                              "Java client as a reference, 'txnproducer-pure' for ours on its pure-Python "
-                             "hot path; txnproducer-aio,confluent-aio,aiokafka for the asyncio clients)")
+                             "hot path; txnproducer-aio,confluent-aio,aiokafka for the asyncio clients; "
+                             "txnproducer-records, txnproducer-loop (S4) and txnproducer-poll (S5) for "
+                             "our other ways through the read-side scenarios)")
     parser.add_argument("--java-classpath",
                         help="class path with Kafka's client jars for the java client (default "
                              "<--kafka-home or $KAFKA_HOME>/libs/*)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply each scenario's record count (e.g. 0.1 for a quick look)")
     parser.add_argument("--max-seconds", type=float, default=None,
-                        help="per-run time bound (default per scenario: S1 20, S2/S3 15, S4 30)")
+                        help="per-run time bound (default per scenario: S1 20, S2/S3 15, S4/S5 60)")
     parser.add_argument("--run-timeout", type=float, default=120.0,
                         help="kill a run subprocess after this long (default 120 s)")
     parser.add_argument("--out-dir", default=str(HERE / "results"), help="default benchmarks/results")
@@ -436,15 +472,17 @@ def main(argv: list[str] | None = None) -> int:
     secured = any("@" in c for c in clients)
     if secured and not args.kafka_home:
         parser.error("client@LISTENER columns need --kafka-home (compare.py starts the secured node)")
+    if secured and set(scenarios) & set(READ_SCENARIOS):
+        parser.error("client@LISTENER columns are for S1-S3")
     if args.ours is not None and args.ours not in clients:
         parser.error(f"--ours {args.ours!r} is not one of --clients")
-    if args.batch_size is not None and (args.batch_size < 1 or "S4" in scenarios
+    if args.batch_size is not None and (args.batch_size < 1 or set(scenarios) & set(READ_SCENARIOS)
                                         or set(clients) & set(AIO_CLIENTS)):
         parser.error("--batch-size takes bytes >= 1 and is for the sync clients' S1-S3")
     if args.java_classpath and JAVA_CLIENT not in clients:
         parser.error("--java-classpath is for the java client: add java to --clients")
     java_cp: str | None = None
-    if JAVA_CLIENT in clients and set(scenarios) - {"S4"}:  # the Java client has no S4
+    if JAVA_CLIENT in clients:
         try:
             java_cp = java_classpath(args.java_classpath, args.kafka_home or os.environ.get("KAFKA_HOME"))
         except JavaUnavailable as exc:
@@ -475,25 +513,29 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap, description, listeners = stack.enter_context(target(args, secured))
         description = args.label or description
         log(f"target: {description}")
+        # S1-S4 write a topic per client; S4 reads its input, S5 reads its own (every tenth
+        # transaction aborted)
         topics = {(s, c): f"bench-{s.lower()}-{c.replace('@', '-').lower()}-{suffix}"
-                  for s in scenarios for c in clients
-                  if not (s == "S4" and c == JAVA_CLIENT)}
-        input_topic = f"bench-s4-in-{suffix}"
-        needed = list(topics.values()) + ([input_topic] if "S4" in scenarios else [])
-        for topic in needed:
-            create_topic(bootstrap, topic, PARTITIONS)
+                  for s in scenarios for c in clients if s != "S5" and runs_in(c, s)}
+        inputs = {s: f"bench-{s.lower()}-in-{suffix}" for s in READ_SCENARIOS if s in scenarios}
+        for (scenario, _client), topic in topics.items():
+            create_topic(bootstrap, topic, READ_PARTITIONS if scenario in READ_SCENARIOS else PARTITIONS)
         counts = {s: max(1, int(SCENARIOS[s]["num_records"] * args.scale)) for s in scenarios}
-        if "S4" in scenarios:
-            log(f"filling {input_topic} with {counts['S4']} records for S4")
-            prefill(bootstrap, input_topic, counts["S4"])
+        for scenario, topic in inputs.items():
+            create_topic(bootstrap, topic, READ_PARTITIONS)
+            log(f"filling {topic} with {counts[scenario]} committed records for {scenario}")
+            counts[scenario] = prefill(bootstrap, topic, counts[scenario],
+                                       abort_every=10 if scenario == "S5" else 0)
         for round_no in range(1 - args.warmup_rounds, args.rounds + 1):
             for scenario in scenarios:
                 for client in clients:
+                    if not runs_in(client, scenario):
+                        continue
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
-                    result = run_client(client, scenario, bootstrap, topics.get((scenario, client), ""),
-                                        input_topic if scenario == "S4" else None, counts[scenario],
-                                        bound, args.run_timeout, client_cpus, java, args.batch_size,
-                                        listeners)
+                    topic = inputs["S5"] if scenario == "S5" else topics[(scenario, client)]
+                    read = inputs.get("S4") if scenario == "S4" else None
+                    result = run_client(client, scenario, bootstrap, topic, read, counts[scenario], bound,
+                                        args.run_timeout, client_cpus, java, args.batch_size, listeners)
                     result["round"] = round_no
                     if round_no < 1:
                         result["warmup"] = True
@@ -503,10 +545,13 @@ def main(argv: list[str] | None = None) -> int:
                         log(f"round {round_no} {scenario} {client}: {why}")
                     else:
                         lat = result["commit_latency_ms"]
+                        commits = (f"commit p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, "
+                                   if lat.get("p50") is not None else "")
                         log(f"round {round_no if round_no > 0 else 'warm-up'} {scenario} {client}: "
                             f"{result['records_per_s']:,.0f} rec/s, "
-                            f"{result['transactions_per_s']:,.1f} txn/s, commit p50 {lat['p50']:.2f} ms, "
-                            f"p99 {lat['p99']:.2f} ms, RSS {result['peak_rss_mib']:.1f} MiB")
+                            f"{result['transactions_per_s']:,.1f} txn/s, {commits}"
+                            f"{result['cpu_us_per_record']:.2f} us CPU/record, "
+                            f"RSS {result['peak_rss_mib']:.1f} MiB")
     med = medians(runs)
     machine = (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
                f"Python {platform.python_version()}")
@@ -529,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     batching = (f"batch size {args.batch_size} bytes for every client" if args.batch_size is not None
                 else "each client's default batch size")
     header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds{warmup}, medians; "
-              f"100-byte values, linger 5 ms, 3 partitions, {batching}.\n\n")
+              f"100-byte values, linger 5 ms, 3 partitions (S4, S5: {READ_PARTITIONS}), {batching}.\n\n")
     (out_dir / "results.md").write_text(header + table + "\n")
     if chart(med, clients, out_dir / "results.png", f"Transactional producers — {description}"):
         log(f"chart: {out_dir / 'results.png'}")

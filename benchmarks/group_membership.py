@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafka import KafkaConsumer
 
+from tests._support.kafka_python_groups import close_consumer_abruptly, rescue_lost_join
 from txnproducer._internal.group import GroupMember, GroupSettings, connection_config
 from txnproducer._internal.perf_clusters import mock_cluster_process
-from txnproducer.eos.kafka_compat import close_consumer_abruptly, rescue_lost_join
 
 TOPIC = "group-bench"
 PARTITIONS = 6

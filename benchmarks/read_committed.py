@@ -13,8 +13,8 @@ every run.
     python benchmarks/read_committed.py                      # a standalone MockCluster (one broker)
     python benchmarks/read_committed.py --bootstrap HOST:PORT  # a real cluster
 
-The Phase 2 scenario of ``compare.py`` (consume-transform-produce, and this read-only one against the
-Java client) is the wiring step's.
+``compare.py``'s S5 is this scenario on the real broker with the Java client beside them (and S4 the
+consume-transform-produce loop); this script stays the quick look against a standalone MockCluster.
 """
 
 from __future__ import annotations

@@ -16,7 +16,13 @@ from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartiti
 
 from ._internal.txn.state import State as TransactionState
 from .config import ProducerConfig
-from .consumer import BytesColumn, ConsumerRecord, PartitionBatch, TransactionalConsumer
+from .consumer import (
+    BytesColumn,
+    ConsumerRecord,
+    PartitionBatch,
+    RebalanceListener,
+    TransactionalConsumer,
+)
 from .consumer_config import ConsumerConfig
 from .errors import (
     AbortableError,
@@ -55,6 +61,7 @@ from .errors import (
     TransactionAbortableError,
     TransactionAbortedError,
     TransactionalIdAuthorizationError,
+    TransformOutputError,
     TxnProducerError,
     UnknownProducerIdError,
     UnsupportedVersionError,
@@ -102,6 +109,7 @@ __all__ = [
     "ProduceRejectedError",
     "ProducerConfig",
     "ProducerFencedError",
+    "RebalanceListener",
     "RecordDeserializationError",
     "RecordFuture",
     "RecordMetadata",
@@ -120,6 +128,7 @@ __all__ = [
     "TransactionalIdAuthorizationError",
     "TransactionalProducer",
     "TransactionalProducerPool",
+    "TransformOutputError",
     "TxnProducerError",
     "UnknownProducerIdError",
     "UnsupportedVersionError",

@@ -14,16 +14,26 @@ call returns, raises a documented error, or gives up within its bound:
 
 =================================  ==============================================================
 ``poll(timeout, max_records)``     at most ``timeout`` s (0: what is buffered or arrives at once)
-``poll_batch(timeout, ...)``       the same
+``poll_batch(timeout, ...)``       the same; ``poll_by_partition`` too
 ``position(tp, timeout)``          ``timeout`` or ``default_api_timeout_ms``, then TimeoutError
+``committed(tps, timeout)``        ``timeout`` or ``default_api_timeout_ms``, then TimeoutError
 ``seek_to_committed(...)``         ``timeout`` or ``default_api_timeout_ms``
 ``close(timeout)``                 ``timeout`` or ``default_api_timeout_ms``
 =================================  ==============================================================
 
-Group membership plugs in as a collaborator (``_membership``, :class:`Membership`): ``poll()`` lets it
-run on the polling thread first, and it hands partitions over through :meth:`on_assign` /
-:meth:`on_revoke`. Without one, partitions are assigned with :meth:`assign`, and committed offsets
-come from the ``committed_offsets`` callable, if given.
+Consumer groups: :meth:`~TransactionalConsumer.subscribe` makes the consumer a member of its
+``group_id`` through our own classic-protocol member (``_internal/group``, :class:`Membership` is
+what the consumer needs of it). ``poll()`` lets the member run first, on the polling thread: it
+heartbeats on its own thread, but a rebalance's hooks run here - the listener's
+``on_partitions_revoked`` *before* the member sends JoinGroup (so a loop can abort its open
+transaction before anyone else is given its partitions), ``on_partitions_lost`` when the member was
+dropped (nothing may be committed for them), ``on_partitions_assigned`` after the new assignment;
+a newly assigned partition starts at the group's committed offset (OffsetFetch with
+``require_stable``: never an offset an open transaction is about to move), else by
+``auto_offset_reset``. :meth:`~TransactionalConsumer.group_metadata` is what
+``send_offsets_to_transaction`` needs for KIP-447 fencing. With :meth:`~TransactionalConsumer.assign`
+instead, partitions are the application's; with a ``group_id`` they still start at the group's
+committed offsets, else at the ``committed_offsets`` callable's.
 
 Thread rule: one thread uses a consumer (as the Java client's); only ``close()`` may come from another
 thread once the polling thread is done with it.
@@ -33,57 +43,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.fetch.fetcher import Fetcher
 from txnproducer._internal.fetch.offsets import OffsetLookups
-from txnproducer._internal.fetch.positions import Assignment, FetchState, PartitionState
+from txnproducer._internal.fetch.positions import Assignment, FetchState, PartitionState, committed_position
 from txnproducer._internal.fetch.records import BytesColumn, ConsumerRecord, PartitionBatch
+from txnproducer._internal.group import GroupMember, GroupSettings
+from txnproducer._internal.group.hooks import Membership, RebalanceListener
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.consumer_config import ConsumerConfig
 
-__all__ = ["BytesColumn", "ConsumerRecord", "Membership", "PartitionBatch", "TransactionalConsumer"]
+__all__ = [
+    "BytesColumn",
+    "ConsumerRecord",
+    "Membership",
+    "PartitionBatch",
+    "RebalanceListener",
+    "TransactionalConsumer",
+]
 
 #: A source of committed offsets: (partitions, timeout s) -> {tp: OffsetAndMetadata, int or None}.
 CommittedOffsets = Callable[[list[TopicPartition], float], Mapping[TopicPartition, Any]]
 _IDLE_WAIT_S = 0.1  # longest network wait while nothing is in flight (positions, metadata)
-
-
-class Membership(Protocol):
-    """What the consumer needs of a group member (``_internal/group/member.py``)."""
-
-    def poll(self, deadline: float) -> None:
-        """Run due group work on the polling thread; may call the consumer's ``on_revoke`` /
-        ``on_assign`` before returning (``deadline``: ``time.monotonic()`` bound)."""
-
-    def fetch_committed(
-        self, partitions: list[TopicPartition], timeout: float
-    ) -> Mapping[TopicPartition, Any]:
-        """The group's committed offsets (OffsetFetch with require_stable)."""
-
-    def group_metadata(self) -> Any:
-        """The KIP-447 group metadata for ``send_offsets_to_transaction``."""
-
-    def close(self, timeout: float) -> None:
-        """Leave the group."""
-
-
-def _committed_position(value: Any) -> tuple[int, int] | None:
-    """(offset, leader epoch) of a committed offset (OffsetAndMetadata-like, an int, or None)."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, -1) if value >= 0 else None
-    offset = getattr(value, "offset", -1)
-    epoch = getattr(value, "leader_epoch", -1)
-    if offset is None or offset < 0:
-        return None
-    return int(offset), int(epoch if epoch is not None else -1)
 
 
 class TransactionalConsumer:
@@ -108,9 +95,11 @@ class TransactionalConsumer:
             config = attrs.evolve(config, **ConsumerConfig.normalize_keys(settings))
         self._config = config
         self._committed_offsets = committed_offsets
+        # the group member: made by subscribe(), or for committed offsets of an assign()ed consumer
         self._membership: Membership | None = None
-        #: the user's rebalance listener (set with subscribe(), once a group member is wired in)
-        self._listener: Any = None
+        self._subscription: frozenset[str] = frozenset()  # topics; non-empty: the member polls
+        self._manual = False  # assign() was called: subscribe() is refused (as Java's)
+        self._listener: Any = None  # the RebalanceListener of subscribe()
         self._log = get_logger("txnproducer.consumer").bind(client_id=config.effective_client_id)
         self._net = NetworkClient(config)
         self._assignment = Assignment()
@@ -118,6 +107,7 @@ class TransactionalConsumer:
         self._offsets = OffsetLookups(config, self._net, self._assignment)
         self._default_s = config.default_api_timeout_ms / 1000
         self._closed = False
+        self._closing = False
         self._deserialize = config.key_deserializer is not None or config.value_deserializer is not None
 
     @property
@@ -128,34 +118,176 @@ class TransactionalConsumer:
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Read exactly ``partitions`` (replacing the assignment). Each new partition starts at its
-        committed offset when one is known (a group member, or ``committed_offsets``), else by
-        ``auto_offset_reset``; kept partitions keep their position."""
+        committed offset when one is known (the ``committed_offsets`` callable, else the group of
+        ``group_id``), else by ``auto_offset_reset``; kept partitions keep their position.
+        IllegalStateError after :meth:`subscribe` (the group assigns then)."""
         self._check_open("assign")
+        if self._subscription:
+            raise errors.IllegalStateError(
+                "assign() called on a consumer that subscribe()d to topics: its group assigns the "
+                "partitions; use another consumer to read partitions of your own choosing"
+            )
         wanted = [self._tp(p) for p in partitions]
+        self._manual = bool(wanted)
         _added, removed = self._assignment.assign(wanted)
         self._fetcher.discard(set(removed))
         self._want_metadata()
 
+    def subscribe(self, topics: str | Iterable[str], listener: RebalanceListener | None = None) -> None:
+        """Join the consumer group ``group_id`` and read the partitions it assigns of ``topics``
+        (names; a later call replaces the subscription and rejoins). The group is joined by the next
+        :meth:`poll`, which runs ``listener``'s callbacks on the polling thread (see
+        :class:`RebalanceListener`). Newly assigned partitions start at the group's committed
+        offsets, else by ``auto_offset_reset``.
+
+        ConfigError without a ``group_id`` or for a bad topic list or listener; IllegalStateError
+        after :meth:`assign`."""
+        self._check_open("subscribe")
+        if self._config.group_id is None:
+            raise errors.ConfigError(
+                "subscribe() needs a consumer group: set group_id (group.id); to read partitions "
+                "without a group, assign() them"
+            )
+        if self._manual:
+            raise errors.IllegalStateError(
+                "subscribe() called on a consumer that assign()ed partitions: subscribing and "
+                "assigning are exclusive; assign([]) first, or use another consumer"
+            )
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if not names or not all(isinstance(t, str) and t for t in names):
+            raise errors.ConfigError(f"topics must be one or more topic names, got {topics!r}")
+        if listener is not None and not all(
+            callable(getattr(listener, m, None)) for m in ("on_partitions_revoked", "on_partitions_assigned")
+        ):
+            raise errors.ConfigError(
+                f"listener must have on_partitions_revoked(partitions) and on_partitions_assigned("
+                f"partitions) methods (and optionally on_partitions_lost), got {listener!r}"
+            )
+        member = self._group_member()
+        assert member is not None
+        member.subscribe(names)
+        self._listener = listener
+        self._subscription = frozenset(names)
+        for topic in names:
+            if self._net.partitions_for(topic) is None:
+                self._net.request_topic(topic)
+
+    def subscription(self) -> set[str]:
+        """The topics of :meth:`subscribe` (empty without one)."""
+        return set(self._subscription)
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._assignment.partitions())
 
+    # -- the group member's hooks (RebalanceHooks; polling thread, inside poll() or close()) -----------
+
     def on_assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Hook for the group member (polling thread, inside ``poll()``): add ``partitions`` and run the
-        listener's ``on_partitions_assigned``. Not for applications: use :meth:`assign`."""
-        added = self._assignment.add(self._tp(p) for p in partitions)
+        """Hook for the group member: add ``partitions`` (their positions start at the committed
+        offsets) and run the listener's ``on_partitions_assigned``. Not for applications: use
+        :meth:`assign`."""
+        wanted = [self._tp(p) for p in partitions]
+        self._assignment.add(wanted)
         self._want_metadata()
         if self._listener is not None:
-            self._listener.on_partitions_assigned(added)
+            self._listener.on_partitions_assigned(wanted)
 
     def on_revoke(self, partitions: Iterable[TopicPartition]) -> None:
         """Hook for the group member: run the listener's ``on_partitions_revoked`` (while the
         partitions' positions are still there, so the listener can end its transaction), then drop
         them and their buffered records."""
         revoked = [self._tp(p) for p in partitions if self._tp(p) in self._assignment]
-        if self._listener is not None:
-            self._listener.on_partitions_revoked(revoked)
-        self._assignment.remove(revoked)
-        self._fetcher.discard(set(revoked))
+        try:
+            if self._listener is not None:
+                self._listener.on_partitions_revoked(revoked)
+        finally:
+            self._drop(revoked)
+
+    def on_lost(self, partitions: Iterable[TopicPartition]) -> None:
+        """Hook for the group member, which was dropped from its group: run the listener's
+        ``on_partitions_lost`` (else ``on_partitions_revoked``, as Java's default does), then drop the
+        partitions and their buffered records. Nothing may be committed for them: another member
+        may own them already."""
+        lost = [self._tp(p) for p in partitions if self._tp(p) in self._assignment]
+        try:
+            if self._listener is not None:
+                callback = getattr(self._listener, "on_partitions_lost", None)
+                (callback if callable(callback) else self._listener.on_partitions_revoked)(lost)
+        finally:
+            self._drop(lost)
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        self._assignment.remove(partitions)
+        self._fetcher.discard(set(partitions))
+
+    # -- the group ------------------------------------------------------------------------------------
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The consumer's group membership for ``TransactionalProducer.send_offsets_to_transaction``
+        (KIP-447: the coordinator refuses offsets of a member the group has moved on from): group id,
+        generation and member id of the last completed rebalance, group instance id. After
+        :meth:`assign` (no membership): generation -1 and no member id, as Java's. ConfigError
+        without a ``group_id``."""
+        self._check_open("group_metadata")
+        group_id = self._config.group_id
+        if group_id is None:
+            raise errors.ConfigError(
+                "group_metadata() needs a consumer group: set group_id (group.id); the offsets of a "
+                "transaction are committed to that group"
+            )
+        if self._membership is not None:
+            return self._membership.group_metadata()
+        return ConsumerGroupMetadata(group_id, -1, "", self._config.group_instance_id)
+
+    def committed(
+        self, partitions: TopicPartition | Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The committed offsets of ``partitions`` (assigned or not): {tp: OffsetAndMetadata(offset,
+        metadata, leader_epoch), or None where nothing is committed}. Only stable offsets: while a
+        transaction's offsets for one of them are pending, the lookup waits for its outcome
+        (KIP-447). Within ``timeout`` seconds (default ``default_api_timeout_ms``), then TimeoutError;
+        ConfigError without a ``group_id`` (or a ``committed_offsets`` callable);
+        GroupAuthorizationError, TopicAuthorizationError."""
+        self._check_open("committed")
+        wanted = [partitions] if isinstance(partitions, TopicPartition) else [self._tp(p) for p in partitions]
+        if self._config.group_id is None and self._committed_offsets is None:
+            raise errors.ConfigError(
+                "committed() needs a consumer group: set group_id (group.id), or give "
+                "TransactionalConsumer(committed_offsets=...)"
+            )
+        found = self._committed(wanted, self._default_s if timeout is None else timeout)
+        out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        for tp in wanted:
+            value = found.get(tp)
+            position = committed_position(value)
+            out[tp] = (
+                None
+                if position is None
+                else OffsetAndMetadata(position[0], getattr(value, "metadata", "") or "", position[1])
+            )
+        return out
+
+    def _group_member(self) -> Membership | None:
+        """The group member (made once, with ``group_id``): it joins only after subscribe()."""
+        if self._membership is None and self._config.group_id is not None:
+            self._membership = self._new_member()
+        return self._membership
+
+    def _new_member(self) -> Membership:
+        config = self._config
+        assert config.group_id is not None
+        settings = GroupSettings(
+            group_id=config.group_id,
+            group_instance_id=config.group_instance_id,
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms,
+            assignors=config.partition_assignment_strategy,
+            retry_backoff_ms=max(1, config.retry_backoff_ms),
+            retry_backoff_max_ms=max(1, config.retry_backoff_max_ms),
+            request_timeout_ms=config.request_timeout_ms,
+            metadata_max_age_ms=max(1, config.metadata_max_age_ms),
+        )
+        return GroupMember(settings, self, connection=config)
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -179,7 +311,28 @@ class TransactionalConsumer:
         deserializers do not apply (keys and values stay bytes)."""
         return self._poll("poll_batch", timeout, max_records, columns=True)
 
-    def _poll(self, call: str, timeout: float, max_records: int | None, columns: bool) -> list[Any]:
+    def poll_by_partition(
+        self, timeout: float = 0.0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """As :meth:`poll`, the records by partition (kafka-python's ``poll()`` shape, Java's
+        ``ConsumerRecords.records(tp)``): {tp: its records in offset order}, {} when none came. For
+        loops that track or commit per partition."""
+        chunks = self._poll("poll_by_partition", timeout, max_records, columns=False, chunks=True)
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        for chunk in chunks:
+            first = chunk[0]
+            if self._deserialize:
+                chunk = [self._deserialized(r) for r in chunk]
+            tp = TopicPartition(first.topic, first.partition)
+            if tp in out:
+                out[tp].extend(chunk)
+            else:
+                out[tp] = chunk
+        return out
+
+    def _poll(
+        self, call: str, timeout: float, max_records: int | None, columns: bool, chunks: bool = False
+    ) -> list[Any]:
         self._check_open(call)
         if timeout < 0:
             raise errors.ConfigError(f"timeout must be >= 0 seconds, got {timeout!r}")
@@ -188,24 +341,25 @@ class TransactionalConsumer:
             raise errors.ConfigError(f"max_records must be >= 1, got {max_records!r}")
         deadline = time.monotonic() + timeout
         net = self._net
+        membership = self._membership if self._subscription else None
         while True:
-            if self._membership is not None:
-                self._membership.poll(deadline)
+            if membership is not None:
+                membership.poll(deadline)
             self._raise_kept_errors()
             if self._fetcher.has_buffered():
-                out = self._fetcher.collect(limit, columns)
+                out = self._fetcher.collect(limit, columns, chunks)
                 if out:
                     return out
             self._update_positions(deadline)
             self._fetcher.send_fetches()
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
             net.maintain()
             wait = remaining if self._fetcher.in_flight() else min(remaining, _IDLE_WAIT_S)
-            net.poll(wait)
+            net.poll(max(0.0, wait))  # poll(0) too: one look at what arrived, or nothing would move
             if net.auth_error is not None:
                 raise net.auth_error
+            if remaining <= 0:
+                return self._fetcher.collect(limit, columns, chunks) if self._fetcher.has_buffered() else []
 
     def _deserialized(self, record: ConsumerRecord) -> ConsumerRecord:
         config = self._config
@@ -230,9 +384,19 @@ class TransactionalConsumer:
         self._fetcher.update_leaders()
         initializing = self._assignment.in_state(FetchState.INITIALIZING)
         if initializing:
-            committed = self._committed([s.tp for s in initializing], max(0.0, deadline - time.monotonic()))
+            try:
+                committed = self._committed(
+                    [s.tp for s in initializing], max(0.0, deadline - time.monotonic())
+                )
+            except errors.TimeoutError:
+                # not known yet (no coordinator, a pending transaction's offsets, a slow answer): the
+                # partitions wait, unfetched, and the lookup goes on at the next poll
+                committed = None
+            if committed is None:
+                initializing = []
+                committed = {}
             for state in initializing:
-                found = _committed_position(committed.get(state.tp))
+                found = committed_position(committed.get(state.tp))
                 if found is not None:
                     state.seek(found[0], found[1], validate=True)
                 else:
@@ -240,10 +404,11 @@ class TransactionalConsumer:
         self._offsets.send()
 
     def _committed(self, partitions: list[TopicPartition], timeout: float) -> Mapping[TopicPartition, Any]:
-        if self._membership is not None:
-            return self._membership.fetch_committed(partitions, timeout)
         if self._committed_offsets is not None:
             return self._committed_offsets(partitions, timeout)
+        member = self._group_member()
+        if member is not None:
+            return member.fetch_committed(partitions, timeout)
         return {}
 
     def _reset_or_keep(self, state: PartitionState) -> None:
@@ -289,7 +454,7 @@ class TransactionalConsumer:
         (KIP-320), as a committed offset is."""
         self._check_open("seek")
         state = self._state(partition, "seek")
-        found = _committed_position(offset)
+        found = committed_position(offset)
         if found is None:
             raise errors.ConfigError(f"offset must be an int >= 0 or an OffsetAndMetadata, got {offset!r}")
         self._fetcher.discard({state.tp})
@@ -315,20 +480,20 @@ class TransactionalConsumer:
     ) -> None:
         """Rewind ``partitions`` (default: all assigned) to their committed offsets - what an
         exactly-once loop does after aborting a transaction; a partition without one follows
-        ``auto_offset_reset``. Needs a group member or the ``committed_offsets`` callable.
-        ``timeout``: seconds, default ``default_api_timeout_ms``."""
+        ``auto_offset_reset``. Needs a ``group_id`` or the ``committed_offsets`` callable
+        (ConfigError); TimeoutError after ``timeout`` seconds (default ``default_api_timeout_ms``)."""
         self._check_open("seek_to_committed")
-        if self._membership is None and self._committed_offsets is None:
-            raise errors.IllegalStateError(
-                "seek_to_committed() needs committed offsets: a consumer group member, or the "
-                "committed_offsets callable given to TransactionalConsumer(...)"
+        if self._config.group_id is None and self._committed_offsets is None:
+            raise errors.ConfigError(
+                "seek_to_committed() needs committed offsets: set group_id (group.id), or give "
+                "TransactionalConsumer(committed_offsets=...)"
             )
         states = self._states(partitions, "seek_to_committed")
         bound = self._default_s if timeout is None else timeout
         committed = self._committed([s.tp for s in states], bound)
         self._fetcher.discard({s.tp for s in states})
         for state in states:
-            found = _committed_position(committed.get(state.tp))
+            found = committed_position(committed.get(state.tp))
             if found is not None:
                 state.seek(found[0], found[1], validate=True)
             else:
@@ -349,17 +514,24 @@ class TransactionalConsumer:
 
     # -- lifecycle --------------------------------------------------------------------------------------
 
-    def close(self, timeout: float | None = None) -> None:
-        """Leave the group (if a member is plugged in) and close the connections (idempotent); at most
-        ``timeout`` seconds (default ``default_api_timeout_ms``)."""
-        if self._closed:
+    def close(self, timeout: float | None = None, leave_group: bool | None = None) -> None:
+        """Close the consumer (idempotent), within ``timeout`` seconds (default
+        ``default_api_timeout_ms``). A subscribed consumer first runs its listener's
+        ``on_partitions_revoked`` for the partitions it owns, then a dynamic member leaves its group
+        (LeaveGroup: its partitions move on at once) and a static one (``group_instance_id``) stays
+        in it, so that its restart takes its partitions back without a rebalance; the coordinator
+        drops it after ``session_timeout_ms`` if it does not come back. ``leave_group`` (Java's
+        ``CloseOptions``): True leaves in either case; False leaves nothing and runs no listener (as
+        if the process had died). Raises the listener's exception, after closing."""
+        if self._closed or self._closing:
             return
-        self._closed = True
+        self._closing = True  # the listener may still use the consumer while the member revokes
         bound = self._default_s if timeout is None else timeout
         try:
             if self._membership is not None:
-                self._membership.close(bound)
+                self._membership.close(bound, leave_group if self._subscription else False)
         finally:
+            self._closed = True
             self._fetcher.discard()
             self._net.close()
 

@@ -14,8 +14,12 @@ in the Java/confluent spelling (``fetch.max.wait.ms``)::
     ConsumerConfig(bootstrap_servers="b:9092", group_id="upper", auto_offset_reset="earliest")
     ConsumerConfig.from_mapping({"bootstrap.servers": "b:9092", "max.poll.records": "1000"})
 
-Group membership settings (session and heartbeat timeouts, the assignor) belong to the group member
-and are added with it.
+The group settings (``group_instance_id``, ``session_timeout_ms``, ``heartbeat_interval_ms``,
+``max_poll_interval_ms``, ``partition_assignment_strategy``) are the Java consumer's, with its
+defaults and its rules (a heartbeat interval below the session timeout); the consumer hands them to
+its group member (``_internal/group``) when it subscribes. librdkafka's spellings of the same
+settings are accepted where they differ from Java's (``fetch.wait.max.ms``,
+``fetch.message.max.bytes``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,12 @@ from txnproducer._internal.config_checks import (
     optional_str,
 )
 from txnproducer._internal.config_names import coerce_text, normalize_keys, redacted
+from txnproducer._internal.group.settings import (
+    ASSIGNOR_NAMES,
+    assignor_names,
+    check_assignors,
+    check_group_instance_id,
+)
 from txnproducer.config import SASL_MECHANISMS, ProducerConfig
 from txnproducer.errors import ConfigError
 
@@ -92,6 +102,11 @@ class ConsumerConfig:
     ``bootstrap_servers``                      ``localhost:9092``  brokers to learn the cluster from
     ``client_id``                              ``None``            name in broker logs (consumer-<group>)
     ``group_id``                               ``None``            the consumer group (committed offsets)
+    ``group_instance_id``                      ``None``            static membership (KIP-345)
+    ``session_timeout_ms``                     ``45000``           a silent member is dropped after it
+    ``heartbeat_interval_ms``                  ``3000``            below ``session_timeout_ms``
+    ``max_poll_interval_ms``                   ``300000``          longest gap between two ``poll()``
+    ``partition_assignment_strategy``          range, roundrobin   the assignors offered (eager)
     ``isolation_level``                        ``read_committed``  only ``read_committed``
     ``enable_auto_commit``                     ``False``           only ``False``
     ``auto_offset_reset``                      ``latest``          earliest, latest or none (raise)
@@ -120,6 +135,47 @@ class ConsumerConfig:
         metadata=doc(
             "The consumer group whose committed offsets positions start from (and, with a group "
             "member, whose membership the consumer takes part in)."
+        ),
+    )
+    group_instance_id: str | None = attrs.field(
+        default=None,
+        validator=check_group_instance_id,
+        metadata=doc(
+            "Makes the group member static (KIP-345): a restart with the same id takes its place and "
+            "partitions back at once, without a rebalance; close() does not leave the group (the "
+            "coordinator waits session_timeout_ms for it). Stable per instance, distinct between "
+            "instances. None: a dynamic member."
+        ),
+    )
+    session_timeout_ms: int = attrs.field(
+        default=45_000,
+        validator=int_range(1),
+        metadata=doc(
+            "How long the group coordinator keeps a member that sends no heartbeat (a dead dynamic "
+            "member's partitions wait this long before they move)."
+        ),
+    )
+    heartbeat_interval_ms: int = attrs.field(
+        default=3_000,
+        validator=int_range(1),
+        metadata=doc("Time between heartbeats; must be lower than session_timeout_ms (a third is usual)."),
+    )
+    max_poll_interval_ms: int = attrs.field(
+        default=300_000,
+        validator=int_range(1),
+        metadata=doc(
+            "Longest time between two poll() calls before the member leaves its group (its partitions "
+            "are then lost); also the rebalance timeout sent in JoinGroup."
+        ),
+    )
+    partition_assignment_strategy: tuple[str, ...] = attrs.field(
+        default=ASSIGNOR_NAMES,
+        converter=assignor_names,
+        validator=check_assignors,
+        metadata=doc(
+            "The assignors this member offers, most preferred first: 'range', 'roundrobin' (eager); "
+            "a comma-separated string, Java's class names or kafka-python's assignor classes work too.",
+            java_aliases=("assignors",),
         ),
     )
     isolation_level: str = attrs.field(
@@ -153,12 +209,18 @@ class ConsumerConfig:
     fetch_max_wait_ms: int = attrs.field(
         default=500,
         validator=int_range(0),
-        metadata=doc("Longest a broker holds a fetch waiting for fetch_min_bytes."),
+        metadata=doc(
+            "Longest a broker holds a fetch waiting for fetch_min_bytes.",
+            java_aliases=("fetch.wait.max.ms",),  # librdkafka's (confluent-kafka's) name
+        ),
     )
     max_partition_fetch_bytes: int = attrs.field(
         default=1_048_576,
         validator=int_range(1),
-        metadata=doc("Bytes per partition per fetch (the first batch always comes whole)."),
+        metadata=doc(
+            "Bytes per partition per fetch (the first batch always comes whole).",
+            java_aliases=("fetch.message.max.bytes",),  # librdkafka's (confluent-kafka's) name
+        ),
     )
     max_poll_records: int = attrs.field(
         default=500,
@@ -213,6 +275,11 @@ class ConsumerConfig:
             raise ConfigError(
                 f"reconnect_backoff_max_ms must be >= reconnect_backoff_ms "
                 f"({self.reconnect_backoff_ms}), got {self.reconnect_backoff_max_ms}"
+            )
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"heartbeat_interval_ms (heartbeat.interval.ms) must be lower than session_timeout_ms "
+                f"(session.timeout.ms, {self.session_timeout_ms}), got {self.heartbeat_interval_ms}"
             )
         check_sasl(self, SASL_MECHANISMS)
         check_security(self)

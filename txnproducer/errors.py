@@ -63,6 +63,7 @@ __all__ = [
     "TransactionAbortableError",
     "TransactionAbortedError",
     "TransactionalIdAuthorizationError",
+    "TransformOutputError",
     "TxnProducerError",
     "UnknownProducerIdError",
     "UnsupportedVersionError",
@@ -98,6 +99,13 @@ class InvalidRecordError(ConfigError):
     A subclass of :class:`ConfigError` (and ``ValueError``): it is the same kind of mistake, made
     per record instead of per producer, so code that catches ConfigError keeps working.
     """
+
+
+class TransformOutputError(TxnProducerError, TypeError):
+    """A ``TransactionalProcessor`` transform returned something that is not its output: one
+    :class:`~txnproducer.eos.OutputRecord`, an iterable of them, or None (nothing). The message names
+    what it returned; the transaction was aborted and its input rewound, as for an exception of the
+    transform. A ``TypeError`` too, for code that caught the type error this used to be."""
 
 
 class RecordTooLargeError(TxnProducerError, ValueError):

@@ -19,8 +19,8 @@ from kafka.structs import TopicPartition
 
 from txnproducer.eos import OutputRecord, TransactionalProcessor
 
-__all__ = ["ProcessorThreads", "assert_each_input_once_in_order", "origin_transform", "parse_origin",
-           "produce_inputs"]
+__all__ = ["ProcessorThreads", "assert_each_input_once_in_order", "origin_columns_transform",
+           "origin_transform", "parse_origin", "produce_inputs"]
 
 
 def origin_transform(out_topic: str) -> Callable[[Any], list[OutputRecord]]:
@@ -31,6 +31,18 @@ def origin_transform(out_topic: str) -> Callable[[Any], list[OutputRecord]]:
         origin = f"{record.partition}:{record.offset}"
         return [OutputRecord(out_topic, value=f"{origin}:{record.value.decode()}".encode(),
                              partition=record.partition, headers=[("origin", origin.encode())])]
+
+    return transform
+
+
+def origin_columns_transform(out_topic: str) -> Callable[[Any], list[OutputRecord]]:
+    """:func:`origin_transform` as a column transform (``transform_columns``: a PartitionBatch in)."""
+
+    def transform(batch: Any) -> list[OutputRecord]:
+        p = batch.partition
+        return [OutputRecord(out_topic, value=b"%d:%d:%s" % (p, o, v), partition=p,
+                             headers=[("origin", b"%d:%d" % (p, o))])
+                for o, v in zip(batch.offsets, batch.values, strict=True)]
 
     return transform
 
@@ -113,7 +125,8 @@ class ProcessorThreads:
 
     def build(self, name: str, **overrides: Any) -> TransactionalProcessor:
         """A processor named ``name`` (transactional id ``<group>-<name>``), not started."""
-        overrides.setdefault("transform", origin_transform(self.out_topic))
+        if not {"transform_batch", "transform_columns"} & set(overrides):
+            overrides.setdefault("transform", origin_transform(self.out_topic))
         overrides.setdefault("max_records_per_txn", 300)
         overrides.setdefault("max_txn_time_ms", 200)
         overrides.setdefault("poll_timeout_ms", 50)

@@ -12,6 +12,7 @@ version is the broker's (``KAFKA_TRANSACTION_VERSION=1`` formats it with TV1).
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Iterator
 
@@ -21,13 +22,15 @@ from kafka.structs import TopicPartition
 
 from tests._support import readers
 from tests._support.eos_pipeline import ProcessorThreads, assert_each_input_once_in_order, produce_inputs
+from tests._support.examples import load_example
 
 PARTITIONS = 6
 TOTAL = 12_000
 WAIT_S = 60.0
 
-# The real broker refuses session timeouts below group.min.session.timeout.ms (6 s); a killed
-# member therefore holds its partitions for up to 6 s before the coordinator drops it.
+# The real broker refuses session timeouts below group.min.session.timeout.ms (6 s). The killed
+# instance comes back with its group instance id (static membership, the processor's default) and
+# takes its partitions back at once; the joining one makes the group rebalance.
 CONSUMER = {
     "session_timeout_ms": 6000,
     "heartbeat_interval_ms": 500,
@@ -116,3 +119,13 @@ def test_each_input_exactly_once_across_crash_restart_and_rebalance(
     uncommitted = readers.read_all(kafka_bootstrap, out_topic, PARTITIONS, "read_uncommitted", WAIT_S)
     uncommitted_view = sum(len(records) for records in uncommitted.values())
     assert uncommitted_view > TOTAL
+
+
+@pytest.mark.timeout(240)
+def test_the_readme_loop_writes_each_input_once(kafka_bootstrap: str) -> None:
+    """README's own loop (``examples/exactly_once_loop.py``: TransactionalConsumer.poll_batch +
+    TransactionalProducer, two instances in one group) on a real broker: every input once, upper-cased."""
+    out = io.StringIO()
+    ok = load_example("exactly_once_loop").run_demo(bootstrap=kafka_bootstrap, inputs=1200, out=out)
+    assert ok, out.getvalue()
+    assert "sees 1200 outputs for 1200 inputs: 0 missing, 0 duplicated" in out.getvalue()

@@ -54,7 +54,7 @@ PRODUCER_SETTINGS: dict[str, Any] = {
     "metadata_max_age_ms": 5000,
     "socket_connection_setup_timeout_ms": 5000,
 }
-# The broker's group.min.session.timeout.ms is 6 s; kafka-python wants request_timeout > fetch wait.
+# The broker's group.min.session.timeout.ms is 6 s: a session timeout above it, heartbeats well below.
 CONSUMER: dict[str, Any] = {
     "session_timeout_ms": 10000,
     "heartbeat_interval_ms": 1000,

@@ -356,20 +356,25 @@ class _Member:
         self.consumer = consumer
         self.plan = plan
         self.polls = 0
+        self.committed: dict[TopicPartition, int] = {}
 
-    def poll(self, deadline: float) -> None:
+    def subscribe(self, topics: list[str]) -> None:
+        self.topics = topics
+
+    def poll(self, deadline: float) -> bool:
         self.polls += 1
         if self.plan:
             kind, partitions = self.plan.pop(0)
             (self.consumer.on_assign if kind == "assign" else self.consumer.on_revoke)(partitions)
+        return True
 
     def fetch_committed(self, partitions: list[TopicPartition], timeout: float) -> dict[TopicPartition, Any]:
-        return {}
+        return {tp: self.committed[tp] for tp in partitions if tp in self.committed}
 
     def group_metadata(self) -> Any:
         return None
 
-    def close(self, timeout: float) -> None:
+    def close(self, timeout: float, leave_group: bool | None = None) -> None:
         self.closed = True
 
 
@@ -382,13 +387,14 @@ def test_a_group_member_assigns_and_revokes_on_the_polling_thread(
         with p.transaction():
             p.send(TOPIC, b"p0", partition=0)
             p.send(TOPIC, b"p1", partition=1)
-    consumer = consumers()
+    consumer = consumers(group_id="g")
     ref = [consumer]
     listener = _Listener(ref)
     t0, t1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
     member = _Member(consumer, [("assign", [t0, t1])])
-    consumer._membership = member
-    consumer._listener = listener
+    consumer._new_member = lambda: member  # type: ignore[method-assign]
+    consumer.subscribe([TOPIC], listener=listener)
+    assert member.topics == [TOPIC]
     got = _read_until(consumer, 2)
     assert sorted(r.value for r in got) == [b"p0", b"p1"]
     member.plan.append(("revoke", [t1]))
@@ -396,6 +402,32 @@ def test_a_group_member_assigns_and_revokes_on_the_polling_thread(
     assert consumer.assignment() == {t0}
     assert listener.events[0][:2] == ("assigned", [t0, t1])
     assert listener.events[1] == ("revoked", [t1], {t1: 2}), "the listener saw the position before the revoke"
+
+
+def test_a_partition_back_after_a_missed_generation_starts_at_the_committed_offset(
+    mock_cluster: MockCluster, consumers: Any
+) -> None:
+    """Revoked, a partition loses its position; assigned again, it starts at the group's committed
+    offset - not where this consumer left it: another member may have processed and committed what
+    came after meanwhile (the chaos tier saw kafka-python's consumer resume at its old position and
+    write those records a second time)."""
+    mock_cluster.create_topic(TOPIC, 1)
+    with _producer(mock_cluster, "g") as p:
+        p.init_transactions()
+        with p.transaction():
+            for i in range(12):
+                p.send(TOPIC, b"%d" % i, partition=0)
+    consumer = consumers(group_id="g", max_poll_records=4)
+    t0 = TopicPartition(TOPIC, 0)
+    member = _Member(consumer, [("assign", [t0])])
+    consumer._new_member = lambda: member  # type: ignore[method-assign]
+    consumer.subscribe([TOPIC])
+    assert [r.offset for r in _read_until(consumer, 4)] == [0, 1, 2, 3]
+    assert consumer.position(t0) == 4
+    member.committed[t0] = 8  # another member processed 4-7 while this one was out of the group
+    member.plan.extend([("revoke", [t0]), ("assign", [t0])])
+    assert [r.offset for r in _read_until(consumer, 4)] == [8, 9, 10, 11]
+    assert member.plan == [] and consumer.position(t0) == 13  # past the commit marker
 
 
 def test_settings_the_path_cannot_honour_are_config_errors_naming_the_key() -> None:

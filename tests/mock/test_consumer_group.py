@@ -10,8 +10,9 @@ kafka-python 3.0.12 note: when a member's ``poll`` times out while its join is i
 join then finishes, kafka-python can drop the finished join (``need_rejoin()`` turns False before the
 task is looked at again): the member never applies its assignment, never heartbeats and is dropped by
 the coordinator after the rebalance timeout. Seen with a debug log in 1 of about 10 runs under CPU
-load. Each member therefore runs the same guard the TransactionalProcessor runs after every poll
-(``rescue_lost_join``, txnproducer/_internal/eos_kafka_compat.py), which asks for a new join.
+load. Each member therefore runs the guard the TransactionalProcessor ran after every poll while it was
+built on kafka-python
+(``rescue_lost_join``, tests/_support/kafka_python_groups.py), which asks for a new join.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from kafka.protocol.consumer.group import HeartbeatRequest, JoinGroupRequest, Sy
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.structs import TopicPartition
 
-from txnproducer.eos.kafka_compat import rescue_lost_join
+from tests._support.kafka_python_groups import rescue_lost_join
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient
 

@@ -26,7 +26,7 @@ from test_eos_pipeline import (
     transform,
 )
 
-from txnproducer import errors
+from txnproducer import TransactionalProducer, errors
 from txnproducer.eos import OutputRecord
 from txnproducer.testing import MockCluster
 
@@ -151,10 +151,18 @@ def test_revocation_aborts_the_open_transaction_before_the_partitions_move(clust
             release.wait(WAIT_S)
         return transform(record)
 
+    aborted_at: list[int] = []  # the request log's next seq when each abort_transaction() returned
+
+    class Recording(TransactionalProducer):
+        def abort_transaction(self, timeout: float | None = None) -> None:
+            super().abort_transaction(timeout)
+            aborted_at.append(cluster.requests.next_seq())
+
     pipeline = Pipeline(cluster)
     try:
         # One long transaction (no size/time limit hit) that is open when the group rebalances.
-        first = pipeline.start("first", transform=gated, max_records_per_txn=100_000, max_txn_time_ms=60_000)
+        first = pipeline.start("first", transform=gated, max_records_per_txn=100_000, max_txn_time_ms=60_000,
+                               producer_factory=Recording)
         assert in_transform.wait(WAIT_S)
         since = cluster.requests.next_seq()
         pipeline.start("second")
@@ -188,4 +196,6 @@ def test_revocation_aborts_the_open_transaction_before_the_partitions_move(clust
         assert [e for e in mine if e.api == "EndTxn" and e.fields.get("committed") is False], \
             "the open transaction was not aborted before rejoining"
     assert first.metrics()["aborts_on_revocation"] == 1
+    # whether or not the transaction reached the brokers, the abort was over before the member rejoined
+    assert aborted_at and heartbeat.seq < aborted_at[0] <= rejoin.seq, (aborted_at, heartbeat.seq, rejoin.seq)
     assert_each_input_once_in_order(cluster, INPUTS)

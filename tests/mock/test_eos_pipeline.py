@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests._support.eos_pipeline import ProcessorThreads, origin_transform
+from tests._support.eos_pipeline import ProcessorThreads, origin_columns_transform, origin_transform
 from tests._support.eos_pipeline import assert_each_input_once_in_order as assert_once_in_order
 from tests._support.eos_pipeline import produce_inputs as shared_produce_inputs
 from tests._support.readers import read_all
@@ -131,3 +131,27 @@ def test_each_input_exactly_once_across_crash_restart_and_rebalance(cluster: Moc
     # The crash really left work in the log that had to be aborted: more data than was committed.
     uncommitted_view = sum(len(cluster.partition_records(OUT, p)) for p in range(PARTITIONS))
     assert uncommitted_view > TOTAL
+
+
+def test_a_column_transform_writes_each_input_once_across_a_crash_and_restart() -> None:
+    """transform_columns (a PartitionBatch per partition chunk, no record objects) on the same path:
+    progress tracked from the columns, the crash's transaction aborted, every input once."""
+    with MockCluster(num_brokers=3, transaction_version=2) as cluster:
+        cluster.create_topic(IN, PARTITIONS)
+        cluster.create_topic(OUT, PARTITIONS)
+        pipeline = Pipeline(cluster, group="eos-columns")
+        columns = origin_columns_transform(OUT)
+        try:
+            produce_inputs(cluster, 0, 3000)
+            a = pipeline.start("a", transform_columns=columns)
+            pipeline.start("b", transform_columns=columns)
+            pipeline.wait_for("1000 inputs are committed", lambda: pipeline.committed_total() >= 1000)
+            a.simulate_crash("before_commit")
+            produce_inputs(cluster, 3000, 6000)
+            pipeline.wait_for("instance a died", lambda: not pipeline.threads["a"].is_alive())
+            pipeline.start("a", transform_columns=columns)
+            pipeline.wait_for("every input is committed", pipeline.all_committed)
+        finally:
+            pipeline.stop_all()
+        assert cluster.committed_offsets("eos-columns") == input_end_offsets(cluster)
+        assert_each_input_once_in_order(cluster, 6000)

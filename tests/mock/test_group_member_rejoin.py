@@ -1,6 +1,6 @@
 """The two ways kafka-python 3.0.12 leaves a member outside its group for good (the scenarios of
-test_kafka_python_rejoin.py, which ``eos/kafka_compat.py`` repairs), played against our GroupMember:
-neither can happen to it.
+test_kafka_python_rejoin.py, which ``tests/_support/kafka_python_groups.py`` repairs), played
+against our GroupMember: neither can happen to it.
 
 1. *A finished join nobody applies*: the caller's ``poll`` returns while a JoinGroup is held by the
    coordinator, the round then finishes - our member keeps the round (Java's ``joinFuture``) and the

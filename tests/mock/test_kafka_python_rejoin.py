@@ -1,6 +1,7 @@
 """kafka-python 3.0.12 members that fall out of their group, and the guard that brings them back.
 
-What the TransactionalProcessor relies on (txnproducer/_internal/eos_kafka_compat.py): a member whose
+What the kafka-python members of the mock tier rely on (tests/_support/kafka_python_groups.py;
+the TransactionalProcessor relied on it until it moved onto our own group member): a member whose
 join failed after a subscription change must not stay idle forever. kafka-python's
 ``join_group_async`` returns "joined" when the failed attempt had cleared the only reason to rejoin;
 the member is then REBALANCING without heartbeats. The mock makes that happen on purpose: the
@@ -18,7 +19,7 @@ import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
-from txnproducer.eos.kafka_compat import rescue_lost_join
+from tests._support.kafka_python_groups import rescue_lost_join
 from txnproducer.testing import MockCluster
 
 REBALANCE_IN_PROGRESS = 27

@@ -16,9 +16,9 @@ import pytest
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
+from tests._support.kafka_python_groups import rescue_lost_join
 from tests._support.producers import ProducerFactory, committed_values, partition_runs
 from txnproducer import errors
-from txnproducer.eos.kafka_compat import rescue_lost_join
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster
 
@@ -430,7 +430,7 @@ def test_consume_transform_produce_commits_offsets_with_the_output(
         seen: list[bytes] = []
         for _ in range(100):
             batch = consumer.poll(timeout_ms=200)
-            rescue_lost_join(consumer)  # kafka-python 3.0.12 can drop a finished join (see eos_kafka_compat)
+            rescue_lost_join(consumer)  # kafka-python 3.0.12 can drop a finished join (kafka_python_groups)
             if not batch:
                 if len(seen) == 10:
                     break

@@ -96,7 +96,7 @@ def test_kafka_python_clients_authenticate(cluster: MockCluster) -> None:
     consumer = KafkaConsumer(TOPIC, group_id="readers", isolation_level="read_committed",
                              auto_offset_reset="earliest", enable_auto_commit=False, **config)
     # the topic's metadata before the first join: a join that races it is assigned nothing, and
-    # kafka-python 3.0.12 may then never rejoin (txnproducer/eos/kafka_compat.py); seen under load
+    # kafka-python 3.0.12 may then never rejoin (tests/_support/kafka_python_groups.py); seen under load
     consumer.topics()
     seen: list[bytes] = []
     try:

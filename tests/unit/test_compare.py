@@ -112,12 +112,18 @@ def test_the_java_client_finds_kafkas_jars_and_their_version(tmp_path: Path) -> 
 
 def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
     compare = _compare()
-    skipped = compare.run_client("java", "S4", "127.0.0.1:1", "t", "in", 10, 1.0, 5.0)
-    assert "skipped" in skipped  # decided without starting a JVM
+    # who runs where is decided without starting a process: every client its scenarios
+    assert compare.runs_in("java", "S4") and compare.runs_in("java", "S5") and compare.runs_in("java", "S1")
+    assert compare.runs_in("txnproducer-loop", "S4") and not compare.runs_in("txnproducer-loop", "S5")
+    assert compare.runs_in("txnproducer-poll", "S5") and not compare.runs_in("txnproducer-poll", "S1")
+    assert not compare.runs_in("txnproducer-aio", "S4") and compare.runs_in("txnproducer-pure", "S5")
     commands: list[list[str]] = []
 
     def fake_jvm(cmd: list[str], **_kwargs: Any) -> Any:  # TxnBench's output: no scenario, no cpus
         commands.append(cmd)
+        if "PipelineBench" in cmd:
+            return compare.subprocess.CompletedProcess(cmd, 0, stdout=json.dumps({"client": "java"}) + "\n",
+                                                       stderr="")
         tps = {"t1": 900.0, "t2": 700.0, "t3": 800.0}[cmd[5]]
         out = json.dumps({"client": "java", "transactions_per_s": tps, "records_per_s": tps})
         return compare.subprocess.CompletedProcess(cmd, 0, stdout="log line\n" + out + "\n", stderr="")
@@ -134,6 +140,14 @@ def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.
     assert med["S2"]["java"]["transactions_per_s"] == 800.0
     table = compare.markdown_table(med, ["txnproducer", "java"])
     assert "ours vs java" in table and "| 2.00x |" in table
+    # S4 and S5: PipelineBench, the input topic read (S4 writes its own output topic), warmed up too
+    commands.clear()
+    jvm = ("cp", Path("/classes"))
+    compare.run_client("java", "S4", "127.0.0.1:1", "out", "in", 10, 1.0, 5.0, java=jvm)
+    compare.run_client("java", "S5", "127.0.0.1:1", "read-me", None, 10, 1.0, 5.0, java=jvm)
+    ctp, read = (c[c.index("PipelineBench") + 1:] for c in commands)
+    assert ctp[:4] == ["ctp", "127.0.0.1:1", "in", "out"] and read[:3] == ["read", "127.0.0.1:1", "read-me"]
+    assert ctp[-1] == read[-1] == str(compare.JAVA_WARMUP_S)
 
 
 def _java() -> Any:

@@ -438,3 +438,63 @@ def test_an_answer_that_cannot_be_decoded_fails_its_request_and_closes_the_conne
     finally:
         conn.close()
         broker.close()
+
+
+def big_metadata_answer(correlation_id: int, topics: int = 2500) -> bytes:
+    """A Metadata answer of about 300 KB: larger than two reads, received into its own buffer."""
+    topic = MetadataResponse.MetadataResponseTopic
+    response = MetadataResponse(version=9, throttle_time_ms=0, brokers=[], cluster_id="c" * 50,
+                                controller_id=1,
+                                topics=[topic(error_code=0, name=f"topic-{i:05d}-" + "x" * 100,
+                                              is_internal=False, partitions=[]) for i in range(topics)])
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+@pytest.mark.parametrize("arrival", ["at once", "in 7 KB pieces"])
+def test_a_large_answer_is_received_whole_and_the_next_one_after_it(
+        selector: selectors.BaseSelector, monkeypatch: pytest.MonkeyPatch, arrival: str) -> None:
+    """A multi-MB Fetch answer is read straight into a buffer of its size once its size is known;
+    whatever way its bytes arrive, it and the small answer behind it complete in order, whole."""
+    direct = []
+    receive = DirectConnection._receive_frame
+    monkeypatch.setattr(DirectConnection, "_receive_frame",
+                        lambda self, sock: direct.append(self._filled) or receive(self, sock))
+    broker, conn, futures, ids = _sent_and_silent(selector, 2)
+    try:
+        stream = big_metadata_answer(ids[0]) + metadata_answer()(ids[1], 0)
+        assert len(stream) > 3 * 65536
+        assert broker.conn is not None
+        if arrival == "at once":
+            broker.conn.sendall(stream)
+        else:
+            for start in range(0, len(stream), 7000):
+                broker.conn.sendall(stream[start:start + 7000])
+                selector.select(0.01)  # the connection reads what came so far
+        pump(selector, conn, lambda: all(f.is_done for f in futures))
+        assert all(f.succeeded() for f in futures), [f.exception for f in futures]
+        assert len(futures[0].value.topics) == 2500
+        assert futures[0].value.topics[-1].name.startswith("topic-02499-")
+        assert isinstance(futures[1].value, MetadataResponse) and futures[1].value.topics == []
+        assert direct, "the large answer was not received into its own buffer"
+        assert conn.in_flight_count == 0 and not conn.closed and conn._frame is None
+    finally:
+        conn.close()
+        broker.close()
+
+
+def test_a_connection_closed_in_the_middle_of_a_large_answer_fails_its_request(
+        selector: selectors.BaseSelector) -> None:
+    broker, conn, futures, ids = _sent_and_silent(selector, 1)
+    try:
+        stream = big_metadata_answer(ids[0])
+        assert broker.conn is not None
+        broker.conn.sendall(stream[: len(stream) // 2])
+        pump(selector, conn, lambda: conn._frame is not None)
+        broker.drop()
+        pump(selector, conn, lambda: futures[0].is_done)
+        assert isinstance(futures[0].exception, kerrors.KafkaConnectionError) and conn.closed
+        assert conn._frame is None
+    finally:
+        conn.close()
+        broker.close()

@@ -2,30 +2,34 @@
 
 The fakes keep just enough state to check what users rely on: which outputs and input offsets
 become committed together, where the consumer resumes after an abort, what happens to the open
-transaction when partitions are revoked, and which errors end the loop. (The real thing, with
-kafka-python and the MockCluster, is in tests/mock/test_eos_*.py.)
+transaction when partitions are revoked, which errors end the loop, what shapes a transform may
+return, and how the consumer is configured. (The real thing, with TransactionalConsumer and the
+MockCluster, is in tests/mock/test_eos_*.py.)
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
-from txnproducer import errors
+from txnproducer import ConsumerConfig, ConsumerRecord, errors
+from txnproducer._internal.fetch.decoder import columns_from_records
 from txnproducer.config import ProducerConfig
-from txnproducer.eos import OutputRecord, TransactionalProcessor
+from txnproducer.eos import OutputBatch, OutputRecord, TransactionalProcessor
+from txnproducer.eos.progress import METRIC_NAMES
 
 T0, T1 = TopicPartition("in", 0), TopicPartition("in", 1)
 
 
 def record(tp: TopicPartition, offset: int) -> Any:
     value = f"{tp.partition}:{offset}".encode()
-    return ConsumerRecord(tp.topic, tp.partition, 0, offset, 0, 0, None, value, [], None, 0, len(value), 0)
+    return ConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, value, (), 0)
 
 
 class Group:
@@ -36,37 +40,44 @@ class Group:
 
 
 class FakeConsumer:
+    """TransactionalConsumer as the processor uses it: ``poll_by_partition``, a rebalance listener run
+    inside poll (eager: every partition revoked, their positions dropped; a newly assigned partition
+    starts at the group's committed offset), seek, committed, group metadata, close."""
+
     def __init__(self, group: Group, log: list[str], data: dict[TopicPartition, int],
-                 **settings: Any) -> None:
-        self.settings = settings
+                 config: ConsumerConfig) -> None:
+        self.config = config
         self.group = group
         self.log = log
         self.data = data  # partition -> number of records in it
         self.assigned: set[TopicPartition] = set(data)
         self.positions: dict[TopicPartition, int] = {}
         self.listener: Any = None
+        self.topics: list[str] = []
         self.closed = False
+        self.closed_with: tuple[float | None, bool | None] | None = None
         self.before_poll: list[Callable[[FakeConsumer], None]] = []
         self.generation = 1
-
-    def topics(self) -> set[str]:
-        return {tp.topic for tp in self.data}
+        self.state = "stable"
 
     def subscribe(self, topics: list[str], listener: Any) -> None:
+        self.topics = list(topics)
         self.listener = listener
 
-    def rebalance(self, new_assignment: set[TopicPartition]) -> None:
-        """What kafka-python does inside poll: revoke everything (eager), then assign."""
+    def rebalance(self, new_assignment: set[TopicPartition], lost: bool = False) -> None:
+        """What the consumer's group member does inside poll: revoke (or lose) everything, then assign."""
         self.log.append("revoke-start")
-        self.listener.on_partitions_revoked(set(self.assigned))
+        if lost:
+            self.listener.on_partitions_lost(sorted(self.assigned))
+        else:
+            self.listener.on_partitions_revoked(sorted(self.assigned))
         self.log.append("revoke-done")
         self.generation += 1
-        kept = {tp: pos for tp, pos in self.positions.items() if tp in new_assignment}
-        self.positions = kept
+        self.positions = {}
         self.assigned = set(new_assignment)
-        self.listener.on_partitions_assigned(set(new_assignment))
+        self.listener.on_partitions_assigned(sorted(new_assignment))
 
-    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Any]]:
+    def poll_by_partition(self, timeout: float, max_records: int) -> dict[TopicPartition, list[Any]]:
         assert not self.closed
         if self.before_poll:  # one scripted event per poll
             self.before_poll.pop(0)(self)
@@ -83,25 +94,37 @@ class FakeConsumer:
                 budget -= n
         return out
 
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        if tp not in self.assigned:
-            raise ValueError("Unassigned partition")
-        self.log.append(f"seek {tp.partition}@{offset}")
-        self.positions[tp] = offset
+    def poll_batch(self, timeout: float, max_records: int) -> list[Any]:
+        return [columns_from_records(tp.topic, tp.partition, records)
+                for tp, records in self.poll_by_partition(timeout, max_records).items()]
 
-    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
-        return self.group.committed.get(tp)
+    def seek(self, tp: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        if tp not in self.assigned:
+            raise errors.IllegalStateError("not assigned")
+        target = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
+        self.log.append(f"seek {tp.partition}@{target}")
+        self.positions[tp] = target
+
+    def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
+        if tp not in self.positions:
+            raise errors.TimeoutError("no position yet")
+        return self.positions[tp]
+
+    def committed(self, partitions: list[TopicPartition],
+                  timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        committed = self.group.committed
+        return {tp: OffsetAndMetadata(committed[tp], "", 0) if tp in committed else None for tp in partitions}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self.assigned)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
-        return ConsumerGroupMetadata("g", self.generation, "member-1", None)
+        return ConsumerGroupMetadata("g", self.generation, "member-1", None, self.state)
 
-    def close(self, autocommit: bool = True, timeout_ms: int | None = None) -> None:
-        assert autocommit is False
+    def close(self, timeout: float | None = None, leave_group: bool | None = None) -> None:
         self.log.append("consumer-close")
         self.closed = True
+        self.closed_with = (timeout, leave_group)
 
 
 class FakeProducer:
@@ -190,8 +213,8 @@ class Harness:
             **kwargs,
         )
 
-    def _consumer(self, **settings: Any) -> FakeConsumer:
-        self.consumer = FakeConsumer(self.group, self.log, self.data, **settings)
+    def _consumer(self, config: ConsumerConfig) -> FakeConsumer:
+        self.consumer = FakeConsumer(self.group, self.log, self.data, config)
         return self.consumer
 
     def _producer(self, config: ProducerConfig) -> FakeProducer:
@@ -230,12 +253,43 @@ def test_settings_that_break_exactly_once_are_rejected(consumer: dict[str, Any],
 
 
 def test_consumer_is_forced_to_read_committed_without_auto_commit() -> None:
-    h = Harness({T0: 1}, consumer={"session.timeout.ms": 3000})
+    h = Harness({T0: 1}, consumer={"session.timeout.ms": 3000, "heartbeat_interval_ms": 500})
     consumer, _ = h.started()
-    assert consumer.settings["isolation_level"] == "read_committed"
-    assert consumer.settings["enable_auto_commit"] is False
-    assert consumer.settings["auto_offset_reset"] == "earliest"
-    assert consumer.settings["session_timeout_ms"] == 3000
+    config = consumer.config
+    assert config.isolation_level == "read_committed"
+    assert config.enable_auto_commit is False
+    assert config.auto_offset_reset == "earliest"
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms) == (3000, 500)
+    assert config.bootstrap_servers == ["k:9092"] and config.group_id == "g"
+    assert consumer.topics == ["in"]
+
+
+def test_kafka_python_only_settings_are_dropped_and_unknown_ones_refused(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The mapping a kafka-python KafkaConsumer took keeps working: its keys that mean nothing to
+    TransactionalConsumer are dropped with a warning naming them; a misspelt key is an error."""
+    h = Harness({T0: 1}, consumer={"api_version": (2, 5), "check_crcs": True, "max_poll_records": 7})
+    consumer, _ = h.started()
+    assert consumer.config.max_poll_records == 7
+    assert "eos.consumer_settings_ignored" in caplog.text and "api_version" in caplog.text
+    with pytest.raises(errors.ConfigError, match="max_pol_records"):
+        Harness({T0: 1}, consumer={"max_pol_records": 7})
+
+
+def test_group_instance_id_is_the_transactional_id_unless_chosen() -> None:
+    """Static membership by default (a restarted instance is not stalled session_timeout_ms)."""
+    assert Harness({T0: 1}, instance_name="east-1").proc.group_instance_id == "g-east-1"
+    explicit = Harness({T0: 1}, instance_name="east-1", group_instance_id="east")
+    assert explicit.proc.group_instance_id == "east"
+    consumer, _ = explicit.started()
+    assert consumer.config.group_instance_id == "east"
+    assert Harness({T0: 1}, group_instance_id=False).proc.group_instance_id is None
+    configured = Harness({T0: 1}, consumer={"group.instance.id": "from-config"})
+    assert configured.proc.group_instance_id == "from-config"
+    with pytest.raises(errors.ConfigError, match="group_instance_id"):
+        Harness({T0: 1}, consumer={"group.instance.id": "a"}, group_instance_id="b")
+    # a transactional id Kafka would refuse as an instance id: a dynamic member (logged)
+    assert Harness({T0: 1}, transactional_id="tx/with spaces").proc.group_instance_id is None
 
 
 def test_transactional_id_is_per_instance_and_stable() -> None:
@@ -252,7 +306,40 @@ def test_exactly_one_transform_form_is_required() -> None:
     with pytest.raises(errors.ConfigError, match="exactly one"):
         Harness({T0: 1}, transform_batch=lambda rs: [])
     with pytest.raises(errors.ConfigError, match="exactly one"):
+        Harness({T0: 1}, transform_columns=lambda b: None)
+    with pytest.raises(errors.ConfigError, match="exactly one"):
         Harness({T0: 1}, transform=None)
+
+
+def test_a_column_transform_gets_each_partitions_columns_and_may_return_columns() -> None:
+    """transform_columns: a PartitionBatch per partition chunk in, OutputBatch (values, keys, a
+    partition) or OutputRecords out; the next offsets commit with the outputs."""
+    seen: list[tuple[int, list[int]]] = []
+
+    def columns(batch: Any) -> Any:
+        seen.append((batch.partition, list(batch.offsets)))
+        values = [v.upper() for v in batch.values]
+        if batch.partition == 0:
+            return OutputBatch("out", values, keys=[b"k%d" % o for o in batch.offsets], partition=0)
+        return [OutputRecord("out", v, partition=1) for v in values]
+
+    data = {T0: 3, T1: 2}
+    h = Harness(data, transform=None, transform_columns=columns, max_records_per_txn=10)
+    _, producer = h.started()
+    metrics = h.proc.run(max_transactions=1)
+    assert seen == [(0, [0, 1, 2]), (1, [0, 1])]
+    assert [(r.value, r.key, r.partition) for r in producer.committed] == [
+        (b"0:0", b"k0", 0), (b"0:1", b"k1", 0), (b"0:2", b"k2", 0), (b"1:0", None, 1), (b"1:1", None, 1)]
+    assert h.commits == [{T0: OffsetAndMetadata(3, "", 0), T1: OffsetAndMetadata(2, "", 0)}]
+    assert metrics["records_in"] == 5 and metrics["records_out"] == 5
+
+
+def test_an_output_batch_with_keys_and_values_apart_aborts_with_a_typed_error() -> None:
+    h = Harness({T0: 2}, transform=None,
+                transform_columns=lambda b: OutputBatch("out", list(b.values), keys=[b"k"]))
+    with pytest.raises(errors.TransformOutputError, match="1 keys for 2 values"):
+        h.proc.run()
+    assert h.log[-2:] == ["abort", "seek 0@0"] and h.group.committed == {}
 
 
 # --- the loop ---------------------------------------------------------------------------------------
@@ -354,11 +441,48 @@ def test_transform_error_aborts_rewinds_and_reaches_the_caller() -> None:
     assert h.output_values() == expected_values(data)
 
 
-def test_transform_must_yield_output_records() -> None:
-    h = Harness({T0: 1}, transform=lambda r: [("out", r.value)])
-    with pytest.raises(TypeError, match="OutputRecord"):
+@pytest.mark.parametrize(("result", "shown"), [
+    (b"bytes", "returned bytes b'bytes', not output records: a value needs its topic"),
+    ("text", "returned str 'text', not output records"),
+    (42, "returned int 42"),
+    ([("out", b"v")], "holds tuple ('out', b'v')"),
+    ((x for x in [b"v"]), "holding bytes b'v'"),
+])
+def test_a_transform_output_that_is_not_records_aborts_with_a_typed_error(result: Any, shown: str) -> None:
+    """Issue 34 item 7: the shapes a transform cannot have meant are a TransformOutputError (a TypeError
+    too) naming what came back; the transaction aborts and the input is rewound, as for an exception."""
+    h = Harness({T0: 2}, transform=lambda r: result)
+    with pytest.raises(errors.TransformOutputError, match=re.escape(shown)) as raised:
         h.proc.run()
-    assert "abort" in h.log
+    assert isinstance(raised.value, TypeError)
+    assert "OutputRecord(topic, value" in str(raised.value)
+    assert h.log[-2:] == ["abort", "seek 0@0"]
+    assert h.group.committed == {} and not h.proc.closed
+
+
+@pytest.mark.parametrize("form", ["transform", "transform_batch"])
+def test_one_output_record_and_none_are_outputs_a_user_would_expect(form: str) -> None:
+    """One OutputRecord is one output; None is no output (the filter idiom); a generator works."""
+    def per_record(r: Any) -> Any:
+        if r.offset % 3 == 0:
+            return None  # filtered out
+        if r.offset % 3 == 1:
+            return OutputRecord("out", r.value, partition=r.partition)
+        return (o for o in [OutputRecord("out", r.value, partition=r.partition)])
+
+    def per_batch(records: list[Any]) -> Any:
+        return OutputRecord("out", b"+".join(r.value for r in records)) if len(records) > 1 else None
+
+    data = {T0: 6}
+    h = Harness(data, **{form: per_record if form == "transform" else per_batch}, max_records_per_txn=6,
+                **({"transform": None} if form == "transform_batch" else {}))
+    metrics = h.proc.run(max_transactions=1)
+    if form == "transform":
+        assert h.output_values() == [b"0:1", b"0:2", b"0:4", b"0:5"]
+        assert metrics["records_in"] == 6 and metrics["records_out"] == 4
+    else:
+        assert h.output_values() == [b"+".join(f"0:{o}".encode() for o in range(6))]
+    assert h.group.committed == {T0: 6}
 
 
 def test_revocation_aborts_the_open_transaction_before_it_completes() -> None:
@@ -372,10 +496,30 @@ def test_revocation_aborts_the_open_transaction_before_it_completes() -> None:
     h.proc.run()
     metrics = h.proc.metrics()
     revoke = h.log.index("revoke-start")
-    assert h.log[revoke:revoke + 5] == ["revoke-start", "abort", "seek 0@0", "seek 1@0", "revoke-done"]
+    # aborted inside the revocation, before the member rejoins (the consumer drops the revoked
+    # partitions' positions: nothing to rewind)
+    assert h.log[revoke:revoke + 3] == ["revoke-start", "abort", "revoke-done"]
     assert metrics["aborts_on_revocation"] == 1 and metrics["rebalances"] == 1
-    assert h.group.committed == {T0: 4}  # the kept partition reprocessed from its start
+    assert h.group.committed == {T0: 4}  # the kept partition reprocessed from its committed offset
     assert h.output_values() == expected_values({T0: 4})
+    assert h.proc.assignment() == frozenset({T0})
+
+
+def test_lost_partitions_abort_the_open_transaction_and_commit_nothing() -> None:
+    """A member dropped from its group (session timeout, fenced): on_partitions_lost aborts the open
+    transaction; nothing of it is committed; the partitions come back at the committed offsets."""
+    data = {T0: 4, T1: 4}
+    h = Harness(data, max_txn_time_ms=60_000)
+    consumer, producer = h.started()
+    consumer.before_poll.append(lambda c: None)
+    consumer.before_poll.append(lambda c: c.rebalance({T0, T1}, lost=True))
+    consumer.before_poll.append(lambda c: h.proc.stop())
+    h.proc.run()
+    lost = h.log.index("revoke-start")
+    assert h.log[lost:lost + 3] == ["revoke-start", "abort", "revoke-done"]
+    assert h.proc.metrics()["aborts_on_revocation"] == 1
+    assert h.output_values() == expected_values(data) and h.group.committed == {T0: 4, T1: 4}
+    assert producer.group_metadata[-1].generation_id == 2  # committed in the new generation only
 
 
 def test_fenced_during_revocation_is_raised_from_run() -> None:
@@ -422,16 +566,26 @@ def test_stop_when_not_running_closes_once() -> None:
     assert h.proc.stop() is True
     assert h.proc.stop() is True
     assert h.log.count("consumer-close") == 1 and consumer.closed and producer.closed_with == 10.0
+    assert consumer.closed_with == (10.0, None)  # a static member stays in its group
+
+
+def test_stop_may_leave_the_group() -> None:
+    """Scaling down: leave_group=True makes even a static member leave, so its partitions move at once."""
+    h = Harness({T0: 1})
+    consumer, _ = h.started()
+    assert h.proc.stop(leave_group=True) is True
+    assert consumer.closed_with == (10.0, True)
 
 
 def test_simulated_crash_leaves_the_transaction_open() -> None:
     h = Harness({T0: 3})
-    _, producer = h.started()
+    consumer, producer = h.started()
     h.proc.simulate_crash("before_commit")
     h.proc.run()
     assert producer.in_txn and producer.pending_offsets  # nothing aborted, nothing committed
     assert "abort" not in h.log and "commit" not in h.log
     assert producer.closed_with == 0
+    assert consumer.closed_with == (0, False)  # no LeaveGroup, no listener: as a killed process
     assert h.group.committed == {}
 
 
@@ -464,9 +618,10 @@ def test_offsets_are_not_committed_while_the_consumer_has_no_generation() -> Non
     assert h.output_values() == expected_values(data)  # once, after the rejoin
 
 
-def test_a_partition_kept_across_a_missed_generation_resumes_at_the_committed_offset() -> None:
-    """kafka-python keeps a partition's position when it is in the old and the new assignment, even
-    if this member missed a generation in which another member processed and committed it."""
+def test_a_partition_back_after_a_missed_generation_resumes_at_the_committed_offset() -> None:
+    """The consumer drops a revoked partition's position and starts it again at the group's committed
+    offset: records another member processed and committed meanwhile are not written twice. (The
+    consumer's own part: tests/mock/test_consumer.py.)"""
     data = {T0: 12}
     h = Harness(data, max_records_per_txn=4)
     consumer, producer = h.started()
@@ -476,7 +631,7 @@ def test_a_partition_kept_across_a_missed_generation_resumes_at_the_committed_of
     def another_member_took_4_to_7(c: FakeConsumer) -> None:
         h.group.committed[T0] = 8
         producer.committed.extend(OutputRecord("out", f"0:{o}".encode(), partition=0) for o in range(4, 8))
-        c.rebalance({T0})  # T0 back to us; kafka-python keeps our position 4
+        c.rebalance({T0})
 
     consumer.before_poll.append(another_member_took_4_to_7)
     h.proc.run(max_transactions=1)
@@ -484,14 +639,54 @@ def test_a_partition_kept_across_a_missed_generation_resumes_at_the_committed_of
     assert sorted(h.output_values()) == expected_values(data)  # 4-7 not written twice
 
 
-def test_kafka_python_errors_of_the_consumer_become_ours() -> None:
-    import kafka.errors as kerrors
-
+def test_a_consumer_that_cannot_be_made_is_raised_and_the_producer_closed() -> None:
     h = Harness({T0: 1})
 
-    def unreachable(**settings: Any) -> Any:
-        raise kerrors.KafkaTimeoutError("Unable to bootstrap from ['k:9092']")
+    def refused(config: ConsumerConfig) -> Any:
+        raise errors.ConfigError("ssl_cafile is set but security_protocol is PLAINTEXT")
 
-    h.proc._consumer_factory = unreachable
-    with pytest.raises(errors.TimeoutError, match=r"creating the consumer.*Unable to bootstrap"):
+    h.proc._consumer_factory = refused
+    with pytest.raises(errors.ConfigError, match="ssl_cafile"):
         h.proc.run(max_transactions=1)
+    assert h.proc.closed and h.producer is not None and h.producer.closed_with == 10.0
+
+
+# --- stopping when caught up -----------------------------------------------------------------------
+
+
+def test_run_until_idle_returns_once_the_input_is_caught_up() -> None:
+    data = {T0: 5, T1: 3}
+    h = Harness(data, max_records_per_txn=4)
+    metrics = h.proc.run(until_idle=0.0)
+    assert h.output_values() == expected_values(data)
+    assert h.group.committed == {T0: 5, T1: 3}
+    assert metrics["transactions_committed"] >= 2 and not h.proc.closed
+    assert h.producer is not None and not h.producer.in_txn
+
+
+def test_run_until_idle_waits_while_the_group_is_rebalancing() -> None:
+    """An empty poll while the member is not stable (joining, rebalancing) is not 'caught up'."""
+    data = {T0: 2}
+    h = Harness(data)
+    consumer, _ = h.started()
+    consumer.state = "rebalancing"
+    saved, consumer.assigned = consumer.assigned, set()
+
+    def joined(c: FakeConsumer) -> None:
+        c.state = "stable"
+        c.assigned = saved
+
+    consumer.before_poll.extend([lambda c: None] * 5 + [joined])
+    h.proc.run(until_idle=0.0)
+    assert h.output_values() == expected_values(data)
+    with pytest.raises(errors.ConfigError, match="until_idle"):
+        h.proc.run(until_idle=-1)
+
+
+def test_every_metric_is_documented_in_the_readme() -> None:
+    """Issue 34 item 7: metrics() keys are documented where a user of the processor looks."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Exactly-once pipelines"):readme.index("## asyncio")]
+    assert set(Harness({T0: 1}).proc.metrics()) == set(METRIC_NAMES)
+    missing = [name for name in METRIC_NAMES if f"| `{name}` |" not in section]
+    assert not missing, f"metrics() keys without a row in README's metrics table: {missing}"

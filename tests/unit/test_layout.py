@@ -46,7 +46,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
                             "txnproducer._internal.config_names")),
     ("txnproducer.consumer_config", (
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.config_checks",
-        "txnproducer._internal.config_names",
+        "txnproducer._internal.config_names", "txnproducer._internal.group.settings",
     )),
     ("txnproducer._internal.network", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.oauth", "txnproducer._internal.protocol",
@@ -91,8 +91,8 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.otel",
     )),
     ("txnproducer.eos", (
-        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer._internal.log",
-        "txnproducer.otel",
+        "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer.consumer",
+        "txnproducer.consumer_config", "txnproducer._internal.log", "txnproducer.otel",
     )),
     ("txnproducer.aio", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.producer", "txnproducer.pool",

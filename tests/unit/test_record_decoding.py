@@ -12,6 +12,7 @@ reference runs) in one fetch and in small fetches, as a consumer with a small
 
 from __future__ import annotations
 
+import array
 import struct
 from typing import Any
 
@@ -25,7 +26,9 @@ from kafka.record.util import calc_crc32c
 from txnproducer import ConfigError
 from txnproducer._internal.accel import DECODE
 from txnproducer._internal.fetch import decoder as decoder_module
+from txnproducer._internal.fetch import records as records_module
 from txnproducer._internal.fetch.decoder import Decoded, columns_from_records, decode_partition
+from txnproducer._internal.fetch.records import PartitionBatch
 from txnproducer.testing.partition_log import PartitionLog, parse_batches
 
 CODECS = [0, 1] + [
@@ -550,3 +553,29 @@ def test_columns_past_what_int32_starts_address_raise_instead_of_wrapping(small_
     assert [r.value for r in _one(data).records] == [b"12345", b"67890", b"abcde"]
     fits = _batch([(None, b"1234", []), (None, b"5678", []), (None, b"9", [])], 0)
     assert list(_one(fits, columns=True).records.values) == [b"1234", b"5678", b"9"]
+
+
+@given(st.lists(_value, min_size=0, max_size=40), st.integers(0, 40), st.integers(0, 40))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_columns_items_are_the_same_compiled_or_not(values: list[bytes | None], lo: int, hi: int) -> None:
+    """BytesColumn.to_list (and iteration) - what a column transform reads every value with - gives
+    each value as bytes or None, whole or sliced, the same in C as in the reference loop."""
+    data = _batch([(v, v, []) for v in values], 0) if values else b""
+    batch = decode_partition(data, 0, [], "t", 0, columns=True).records
+    assert isinstance(batch, PartitionBatch)
+    for column in (batch.values, batch.keys, batch.values[lo:hi]):
+        reference = records_module._split(column.buffer, column.starts, column.lengths)
+        assert column.to_list() == reference
+        assert list(column) == reference == [column[i] for i in range(len(column))]
+    if values:
+        assert batch.values.to_list() == values and batch.keys.to_list() == values
+
+
+def test_the_compiled_split_refuses_items_outside_its_buffer() -> None:
+    if records_module._SPLIT is None:
+        pytest.skip("the compiled extension is not built (pure-Python path)")
+    starts, lengths = array.array("i", [0, 5]), array.array("i", [3, 10])
+    with pytest.raises(ValueError, match="outside the buffer"):
+        records_module._SPLIT(b"abcdefgh", starts, lengths)
+    with pytest.raises(ValueError, match="int32 arrays of one length"):
+        records_module._SPLIT(b"abc", array.array("i", [0]), array.array("i", [1, 2]))

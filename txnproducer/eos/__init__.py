@@ -1,17 +1,19 @@
-"""Exactly-once consume-transform-produce: :class:`TransactionalProcessor` and :class:`OutputRecord`.
+"""Exactly-once consume-transform-produce: :class:`TransactionalProcessor`, :class:`OutputRecord` and
+:class:`OutputBatch`.
 
-What the room holds: the processor loop (``processor``), the records a transform emits
-(``output_record``), the transform applied to a poll (``transform``), the settings it forces on the
-consumer and producer (``settings``), what the open transaction has consumed (``progress``), its spans
-when traced (``tracing``), and work-arounds for kafka-python consumer-group behaviour the loop depends
-on (``kafka_compat``).
+What the room holds: the processor loop (``processor``), the records a transform emits and the
+shapes a transform may return (``output_record``), the transform applied to a poll (``transform``), the
+settings it forces on the consumer and producer and the group instance id it derives (``settings``),
+what the open transaction has consumed (``progress``), how the loop tells what failed (``failures``),
+and its spans when traced (``tracing``).
 
-What it may import: the public producer API (``txnproducer.producer``, ``config``, ``errors``),
-``txnproducer.otel``, ``_internal.log`` and kafka-python's consumer - never the producer's internals:
-the loop is a user of the producer like any application.
+What it may import: the public API (``txnproducer.producer``, ``consumer``, ``config``,
+``consumer_config``, ``errors``), ``txnproducer.otel`` and ``_internal.log`` - never the clients'
+internals: the loop is a user of the producer and the consumer like any application.
 """
 
-from txnproducer.eos.output_record import OutputRecord
+from txnproducer.eos.output_record import OutputBatch, OutputRecord
 from txnproducer.eos.processor import CrashPoint, TransactionalProcessor
+from txnproducer.errors import TransformOutputError
 
-__all__ = ["CrashPoint", "OutputRecord", "TransactionalProcessor"]
+__all__ = ["CrashPoint", "OutputBatch", "OutputRecord", "TransactionalProcessor", "TransformOutputError"]

@@ -3,14 +3,15 @@
 Why it is tracked: the offsets committed with the transaction are the *next* offsets after the
 last record of each partition it consumed, and when the transaction aborts the consumer must be
 put back where the transaction started on each partition (otherwise those records would be
-skipped: lost). kafka-python's consumer only knows its current position, so the start positions
-are remembered here, per transaction.
+skipped: lost) - at the group's committed offset, or, where the group has none, at the first
+offset this transaction consumed, which is remembered here. Records arrive by partition
+(``TransactionalConsumer.poll_by_partition``), so the work here is per partition, not per record.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka.structs import OffsetAndMetadata, TopicPartition
@@ -60,14 +61,37 @@ class TxnProgress:
     def age_ms(self) -> float:
         return 0.0 if self.started_at is None else (time.monotonic() - self.started_at) * 1000
 
-    def consumed(self, records: Iterable[Any]) -> None:
-        """Note consumed kafka-python ``ConsumerRecord``s (in partition order)."""
-        for record in records:
-            tp = TopicPartition(record.topic, record.partition)
-            self.start.setdefault(tp, int(record.offset))
-            epoch = getattr(record, "leader_epoch", None)
-            self._next[tp] = (int(record.offset) + 1, -1 if epoch is None else int(epoch))
-            self.records_in += 1
+    def consumed(self, polled: Mapping[TopicPartition, Sequence[Any]]) -> int:
+        """Note a poll's records (partition -> its records in offset order); returns how many."""
+        count = 0
+        start, nxt = self.start, self._next
+        for tp, records in polled.items():
+            if not records:
+                continue
+            if tp not in start:
+                start[tp] = int(records[0].offset)
+            last = records[-1]
+            epoch = getattr(last, "leader_epoch", None)
+            nxt[tp] = (int(last.offset) + 1, -1 if epoch is None else int(epoch))
+            count += len(records)
+        self.records_in += count
+        return count
+
+    def consumed_batches(self, batches: Sequence[Any]) -> int:
+        """Note a ``poll_batch``'s PartitionBatches (one partition chunk each); returns how many records."""
+        count = 0
+        start, nxt = self.start, self._next
+        for batch in batches:
+            n = len(batch)
+            if not n:
+                continue
+            tp = TopicPartition(batch.topic, batch.partition)
+            if tp not in start:
+                start[tp] = int(batch.offsets[0])
+            nxt[tp] = (int(batch.offsets[n - 1]) + 1, int(batch.leader_epochs[n - 1]))
+            count += n
+        self.records_in += count
+        return count
 
     def next_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """The offsets to commit with the transaction: one past the last consumed record."""

@@ -955,7 +955,72 @@ mod_crc_implementation(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(arg))
 #endif
 }
 
+/*
+ * split(buffer, starts, lengths) -> list of bytes (None where a length is -1): a BytesColumn's items
+ * (the keys or values of a PartitionBatch) as objects, in one call. records.py's BytesColumn.to_list
+ * is the reference (a list comprehension of slices); this is its loop without the interpreter, for
+ * a batch transform that wants every value as bytes.
+ */
+static PyObject *
+mod_split(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *buf_obj, *starts_obj, *lengths_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &buf_obj, &starts_obj, &lengths_obj))
+        return NULL;
+    Py_buffer buf, starts, lengths;
+    if (PyObject_GetBuffer(buf_obj, &buf, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(starts_obj, &starts, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(lengths_obj, &lengths, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (starts.len != lengths.len || starts.len % (Py_ssize_t)sizeof(int32_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "starts and lengths must be int32 arrays of one length");
+        goto done;
+    }
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int32_t);
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    const char *base = (const char *)buf.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t start, length;
+        memcpy(&start, (const char *)starts.buf + i * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+        memcpy(&length, (const char *)lengths.buf + i * (Py_ssize_t)sizeof(int32_t), sizeof(int32_t));
+        PyObject *item;
+        if (length < 0) {
+            item = Py_None;
+            Py_INCREF(item);
+        } else if (start < 0 || (Py_ssize_t)start + (Py_ssize_t)length > buf.len) {
+            PyErr_Format(PyExc_ValueError, "item %zd (start %d, length %d) is outside the buffer of %zd bytes",
+                         i, (int)start, (int)length, buf.len);
+            Py_CLEAR(out);
+            goto done;
+        } else {
+            item = PyBytes_FromStringAndSize(base + start, length);
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+done:
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&buf);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"split", mod_split, METH_VARARGS,
+     "split(buffer, starts, lengths) -> list of bytes or None: a BytesColumn's items (see records.py)."},
     {"decode", mod_decode, METH_VARARGS,
      "decode(data, fetch_offset, aborted, topic, partition, columns) -> (records, next_offset, last_epoch, "
      "error_offset, error_reason); see txnproducer/_internal/fetch/decoder.py."},

@@ -340,11 +340,13 @@ class Fetcher:
         return bool(self._completed)
 
     def collect(
-        self, max_records: int, columns: bool, *, deserializers: Deserializers | None = None
+        self, max_records: int, columns: bool, chunks: bool = False, *,
+        deserializers: Deserializers | None = None,
     ) -> list[Any]:
         """Up to ``max_records`` buffered records (``ConsumerRecord`` objects, deserialized with
         ``deserializers`` if given, or one :class:`PartitionBatch` per partition chunk with
-        ``columns``); then the next fetches go out.
+        ``columns``, or one list of records per partition chunk with ``chunks``); then the next
+        fetches go out.
 
         Raises :class:`~txnproducer.CorruptRecordError` or
         :class:`~txnproducer.RecordDeserializationError` when the next record cannot be handed out and
@@ -374,8 +376,8 @@ class Fetcher:
             n = len(taken)
             if n:
                 remaining -= n
-                if not isinstance(taken, list):
-                    out.append(taken)  # a PartitionBatch: one per chunk
+                if chunks or not isinstance(taken, list):
+                    out.append(taken)  # a PartitionBatch or a chunk's records: one per chunk
                 elif out:
                     out.extend(taken)
                 else:

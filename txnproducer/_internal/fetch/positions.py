@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from kafka.structs import TopicPartition
 
-__all__ = ["Assignment", "FetchState", "PartitionState"]
+__all__ = ["Assignment", "FetchState", "PartitionState", "committed_position"]
 
 
 class FetchState(enum.Enum):
@@ -149,3 +150,16 @@ class Assignment:
 
     def in_state(self, state: FetchState) -> list[PartitionState]:
         return [p for p in self._parts.values() if p.state is state]
+
+
+def committed_position(value: Any) -> tuple[int, int] | None:
+    """(offset, leader epoch) of a committed offset (OffsetAndMetadata-like, an int, or None)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, -1) if value >= 0 else None
+    offset = getattr(value, "offset", -1)
+    epoch = getattr(value, "leader_epoch", -1)
+    if offset is None or offset < 0:
+        return None
+    return int(offset), int(epoch if epoch is not None else -1)

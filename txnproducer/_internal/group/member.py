@@ -2,12 +2,12 @@
 Java consumer speaks it, for a consumer that fetches on its own.
 
 Why our own member instead of kafka-python's coordinator: kafka-python 3.0.12 can leave a member
-outside its group for good while its ``poll`` keeps returning (``eos/kafka_compat.py`` repairs two
-ways, touching its internals), it runs rebalance callbacks on its IO thread (where an exactly-once
-loop cannot block to abort and rewind), and it comes attached to its own consumer and fetcher. This
-member has none of that: it follows ``AbstractCoordinator`` / ``ConsumerCoordinator`` of the Java
-client (Kafka 4.x) request by request and error by error, and the benchmark numbers that decided it
-are in ``benchmarks/README.md`` ("Group membership").
+outside its group for good while its ``poll`` keeps returning (two repairs touching its internals,
+now ``tests/_support/kafka_python_groups.py``), it runs rebalance callbacks on its IO thread (where
+an exactly-once loop cannot block to abort and rewind), and it comes attached to its own consumer
+and fetcher. This member has none of that: it follows ``AbstractCoordinator`` /
+``ConsumerCoordinator`` of the Java client (Kafka 4.x) request by request and error by error, and
+the benchmark numbers that decided it are in ``benchmarks/README.md`` ("Group membership").
 
 Threads: the polling thread calls :meth:`GroupMember.poll` (which runs the rebalance hooks - the
 revoke hook *before* JoinGroup is sent, so an exactly-once owner aborts its transaction before any
@@ -32,8 +32,8 @@ from kafka.structs import MemberState as KafkaMemberState
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer._internal.protocol.consumer_protocol import decode_assignment, encode_subscription
-from txnproducer.config import ProducerConfig
 
 from . import offset_fetch
 from .coordinator import CoordinatorLink
@@ -72,13 +72,14 @@ class GroupMember:
     """One member of a classic consumer group (see the module docstring).
 
     ``settings``: the group settings; ``hooks``: the owner's :class:`RebalanceHooks`;
-    ``connection``: the connection settings (:func:`~.settings.connection_config`) - any security
+    ``connection``: the connection settings, any :class:`ConnectionSettings` - a consumer's
+    ``ConsumerConfig`` as it is, or :func:`~.settings.connection_config` - over any security
     protocol the producer supports. Creating the member starts its IO thread and nothing else; the
     first :meth:`poll` after :meth:`subscribe` finds the coordinator and joins.
     """
 
     def __init__(self, settings: GroupSettings, hooks: RebalanceHooks, *,
-                 connection: ProducerConfig) -> None:
+                 connection: ConnectionSettings) -> None:
         self._settings = settings
         self._hooks = hooks
         self._log = get_logger("txnproducer.group").bind(group_id=settings.group_id)
@@ -96,9 +97,12 @@ class GroupMember:
         self._joined_subscription: frozenset[str] | None = None
         self._assignment: frozenset[TopicPartition] = frozenset()
         self._round: JoinRound | None = None
+        # an OffsetFetch whose caller stopped waiting (its partitions, its answer): taken by the next call
+        self._offset_fetch: tuple[frozenset[TopicPartition], _Pending] | None = None
         # the generation of the last completed join (Java's groupMetadata)
         self._joined = Generation(-1, "", None)
-        self._closing = False
+        self._closing = False  # unusable from here on: every wait ends with ClosedError
+        self._close_started = False
         self._io.start()
 
     # -- reading (any thread) ---------------------------------------------------------------------
@@ -200,7 +204,12 @@ class GroupMember:
         KIP-447): {tp: (offset, leader_epoch, metadata)}; a partition with nothing committed is
         absent. While a transaction's offsets for one of them are pending, the fetch is retried
         (UNSTABLE_OFFSET_COMMIT) - within ``timeout`` seconds, then TimeoutError naming why.
-        Raises GroupAuthorizationError, TopicAuthorizationError, a FatalError, ClosedError."""
+        Raises GroupAuthorizationError, TopicAuthorizationError, a FatalError, ClosedError.
+
+        A request still unanswered when ``timeout`` runs out goes on: the next call for the same
+        partitions takes its answer instead of sending another (Java's
+        ``pendingCommittedOffsetRequest``), so that a consumer polling with short timeouts gets its
+        committed offsets all the same."""
         wanted = frozenset(partitions)
         if not wanted:
             return {}
@@ -208,12 +217,18 @@ class GroupMember:
         attempts = 0
         why = "the coordinator was not found"
         while True:
-            if not self._ensure_coordinator_ready(deadline):
-                raise self._timeout("fetching committed offsets", timeout, why)
-            pending = _Pending()
-            self._io.call_soon(lambda p=pending: self._send_offset_fetch(wanted, p))  # type: ignore[misc]
+            in_flight = self._offset_fetch
+            if in_flight is not None and in_flight[0] == wanted:
+                pending = in_flight[1]
+            else:
+                if not self._ensure_coordinator_ready(deadline):
+                    raise self._timeout("fetching committed offsets", timeout, why)
+                pending = _Pending()
+                self._offset_fetch = (wanted, pending)
+                self._io.call_soon(lambda p=pending: self._send_offset_fetch(wanted, p))  # type: ignore[misc]
             if not self._wait_for(lambda p=pending: p.done, deadline):  # type: ignore[misc]
                 raise self._timeout("fetching committed offsets", timeout, "no answer from the coordinator")
+            self._offset_fetch = None
             outcome = pending.outcome
             if outcome is not None and outcome.offsets is not None:
                 return outcome.offsets
@@ -237,16 +252,19 @@ class GroupMember:
         its session timeout, as if the process had died). Unless ``leave_group`` is False, the
         revoke hook runs first for the partitions still owned (the lost hook if the member was
         dropped). Raises a hook's exception after closing."""
-        if self._closing:
+        if self._close_started:
             return
-        self._closing = True
+        self._close_started = True
         deadline = time.monotonic() + max(0.0, timeout)
         hook_error: BaseException | None = None
         if leave_group is not False:
             try:
+                # the member is still usable here: the hook may look up committed offsets (a
+                # consumer's position() does for a partition it has not read yet)
                 self._on_leave_prepare()
             except BaseException as exc:  # closing goes on; the hook's error is raised at the end
                 hook_error = exc
+        self._closing = True
         static = self._settings.group_instance_id is not None
         leave = leave_group is True or (
             leave_group is None and not static and self._settings.leave_group_on_close)

@@ -6,8 +6,8 @@ thread: a round the polling thread started must not stall when that ``poll`` ret
 in particular must send SyncGroup as soon as it can - every other member waits for it. The polling
 thread starts a round (after the revoke hook ran) and later collects its outcome from the
 :class:`JoinRound`, however many ``poll`` calls that takes; a finished round is never dropped
-(kafka-python 3.0.12 can drop one - ``eos/kafka_compat.py`` - and the member then sits outside its
-group for good).
+(kafka-python 3.0.12 can drop one - ``tests/_support/kafka_python_groups.py`` - and the member
+then sits outside its group for good).
 
 The leader decodes every member's subscription (``consumer_protocol``), asks for the topics'
 partition counts (``topic_metadata.py``), runs the group's chosen assignor (``assignors.py``) -

@@ -20,7 +20,8 @@ import attrs
 from txnproducer.config import ProducerConfig
 from txnproducer.errors import ConfigError
 
-__all__ = ["ASSIGNOR_NAMES", "GroupSettings", "connection_config"]
+__all__ = ["ASSIGNOR_NAMES", "GroupSettings", "assignor_names", "check_assignors", "check_group_instance_id",
+           "connection_config"]
 
 #: The assignors this member can run as the group's leader (Java's names, which every client shares).
 ASSIGNOR_NAMES = ("range", "roundrobin")
@@ -46,17 +47,53 @@ def _instance_id(_inst: Any, attr: attrs.Attribute[str | None], value: str | Non
             f"[a-zA-Z0-9._-], got {value!r}")
 
 
-def _assignor_names(value: Sequence[str] | str) -> tuple[str, ...]:
-    names = (value,) if isinstance(value, str) else tuple(value)
-    return tuple(name.strip() for part in names for name in str(part).split(",") if name.strip())
+# The same assignors under the names other clients configure them by: the Java client's class names
+# (a properties file), librdkafka's names; kafka-python's assignor classes carry ``name``.
+_SPELLINGS = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "RangeAssignor": "range",
+    "RoundRobinAssignor": "roundrobin",
+}
 
 
-def _assignors(_inst: Any, attr: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+def _assignor_name(item: Any) -> str:
+    """One assignor as its protocol name: a name, a Java class name, or a kafka-python assignor class."""
+    if not isinstance(item, str):
+        name = getattr(item, "name", None)
+        return name if isinstance(name, str) else repr(item)
+    return _SPELLINGS.get(item, item)
+
+
+def assignor_names(value: Any) -> tuple[str, ...]:
+    """``partition.assignment.strategy`` in any accepted form (a comma-separated string, a list of
+    names, Java class names or kafka-python assignor classes) as protocol names; validate with
+    :func:`check_assignors`."""
+    items = [value] if isinstance(value, str) or not isinstance(value, Sequence) else list(value)
+    names: list[str] = []
+    for item in items:
+        parts = item.split(",") if isinstance(item, str) else [item]
+        names.extend(_assignor_name(part.strip() if isinstance(part, str) else part) for part in parts
+                     if not isinstance(part, str) or part.strip())
+    return tuple(names)
+
+
+def check_assignors(_inst: Any, attr: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+    """One or more distinct names of :data:`ASSIGNOR_NAMES` (the eager assignors we can run as leader)."""
     unknown = [name for name in value if name not in ASSIGNOR_NAMES]
     if not value or unknown or len(set(value)) != len(value):
+        cooperative = [n for n in unknown if "sticky" in n.lower() or "cooperative" in n.lower()]
+        why = (f"; {', '.join(cooperative)} (cooperative or sticky rebalancing) is not supported: this "
+               "member rebalances eagerly" if cooperative else "")
         raise ConfigError(
-            "assignors (partition.assignment.strategy) must be one or more distinct names of "
-            f"{', '.join(ASSIGNOR_NAMES)} (most preferred first), got {value!r}")
+            f"{attr.name} (partition.assignment.strategy) must be one or more distinct names of "
+            f"{', '.join(ASSIGNOR_NAMES)} (most preferred first; Java's RangeAssignor and "
+            f"RoundRobinAssignor class names work too), got {value!r}{why}")
+
+
+def check_group_instance_id(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    """Java's rule for ``group.instance.id``: None, or 1-249 legal topic characters."""
+    _instance_id(_inst, attr, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -85,8 +122,8 @@ class GroupSettings:
     session_timeout_ms: int = attrs.field(default=45_000, validator=_positive)
     heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_positive)
     max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
-    assignors: tuple[str, ...] = attrs.field(default=ASSIGNOR_NAMES, converter=_assignor_names,
-                                             validator=_assignors)
+    assignors: tuple[str, ...] = attrs.field(default=ASSIGNOR_NAMES, converter=assignor_names,
+                                             validator=check_assignors)
     retry_backoff_ms: int = attrs.field(default=100, validator=_positive)
     retry_backoff_max_ms: int = attrs.field(default=1_000, validator=_positive)
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)

@@ -4,9 +4,12 @@ Versions: v3 under TV1 (after AddOffsetsToTxn), v5 under TV2 (sent alone: the gr
 adds the offsets partition to the transaction itself, KIP-890). Sent to the group's coordinator
 with the consumer's generation, member id and group instance id (KIP-447), so that the group
 fences the offsets of a zombie consumer. Only the partitions that failed with a retriable error
-are sent again. Errors: ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID make the
-transaction abortable (CommitFailedError); GROUP_AUTHORIZATION_FAILED too (GroupAuthorizationError,
-as the Java client); INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fence the producer.
+are sent again; after CONCURRENT_TRANSACTIONS (TV2: the group coordinator adds the offsets partition
+to the transaction while the previous transaction's markers are still being written) in
+``transaction_retry_backoff_ms``, as every coordinator request (README "Where we differ"). Errors:
+ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID make the transaction abortable
+(CommitFailedError); GROUP_AUTHORIZATION_FAILED too (GroupAuthorizationError, as the Java client);
+INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fence the producer.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from txnproducer import errors
 from txnproducer._internal.protocol.error_codes import (
+    CONCURRENT_TRANSACTIONS,
     FENCED_INSTANCE_ID,
     GROUP_AUTHORIZATION_FAILED,
     ILLEGAL_GENERATION,
@@ -95,6 +99,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
 
     def on_response(self, response: Any) -> None:
         rediscovered = False
+        concurrent = False
         for topic in response.topics:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, int(p.partition_index))
@@ -105,6 +110,8 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
                     if not rediscovered:
                         rediscovered = True
                         self._tm.lookup_coordinator("group", self.group_id)
+                elif code == CONCURRENT_TRANSACTIONS:
+                    concurrent = True  # TV2: the previous transaction's markers are still being written
                 elif is_retriable(code):
                     continue  # e.g. UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS: retry
                 elif code == GROUP_AUTHORIZATION_FAILED:
@@ -135,5 +142,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
         if not self.pending:
             self._tm.offsets_committed(self.group_id)
             self.result.set_success()
+        elif concurrent:
+            self.retry_for(CONCURRENT_TRANSACTIONS)  # transaction_retry_backoff_ms
         else:
             self.reenqueue()

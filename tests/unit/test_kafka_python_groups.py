@@ -1,11 +1,13 @@
-"""The guard against kafka-python 3.0.12 members falling out of their group (see eos_kafka_compat):
-a finished join nobody applies, and a join abandoned after an error that reported success."""
+"""The guard against kafka-python 3.0.12 members falling out of their group
+(``tests/_support/kafka_python_groups.py``, which the mock tier's kafka-python members and
+``benchmarks/group_membership.py`` run): a finished join nobody applies, and a join abandoned after an
+error that reported success."""
 
 from __future__ import annotations
 
 from kafka.structs import MemberState
 
-from txnproducer.eos.kafka_compat import rescue_lost_join
+from tests._support.kafka_python_groups import rescue_lost_join
 
 
 class Task:

@@ -1,8 +1,16 @@
-"""Work-arounds for kafka-python 3.0.12 consumer-group behaviour the processor depends on.
+"""kafka-python 3.0.12 consumer-group members in tests and benchmarks: the guard that keeps them in
+their group, and a crash-like close.
 
-Why: a member that stops applying assignments stalls a pipeline for good, so the processor guards
-against kafka-python bugs instead of waiting for a fix. Two ways a 3.0.12 member ends up outside
-its group for good while its ``poll`` keeps returning, both repaired by :func:`rescue_lost_join`:
+Why here: ``TransactionalProcessor`` no longer runs a kafka-python consumer (it reads with
+``TransactionalConsumer`` and our own group member, ``txnproducer/_internal/group``), so these
+work-arounds left the library (they were ``txnproducer/eos/kafka_compat.py``). What still runs
+kafka-python members is test and benchmark code: MockCluster's group coordinator is tested with
+third-party clients (``tests/mock/test_consumer_group.py``, ``test_cluster_group_faults.py``,
+``test_producer_txn.py``), ``test_kafka_python_rejoin.py`` shows the failure the guard repairs, and
+``benchmarks/group_membership.py`` measures kafka-python's coordinator beside ours.
+
+Two ways a 3.0.12 member ends up outside its group for good while its ``poll`` keeps returning, both
+repaired by :func:`rescue_lost_join`:
 
 1. *A finished join nobody applies.* When the caller's ``poll`` timeout expires while the join task
    is in flight and the task then finishes, ``need_rejoin()`` can be False by the next ``poll`` (the
@@ -23,15 +31,12 @@ exist in 3.0.x; with other versions they do nothing.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from txnproducer import errors
-from txnproducer._internal.log import get_logger
+__all__ = ["close_consumer_abruptly", "rescue_lost_join"]
 
-__all__ = ["as_txn_error", "close_consumer_abruptly", "load_metadata_before_join", "new_consumer",
-           "rescue_lost_join"]
-
-_log = get_logger("txnproducer.eos")
+_log = logging.getLogger("tests.kafka_python_groups")
 
 try:
     from kafka.structs import MemberState
@@ -39,15 +44,6 @@ try:
     _STABLE: str = MemberState.STABLE
 except (ImportError, AttributeError):  # pragma: no cover - another kafka-python: compare nothing
     _STABLE = "<stable>"
-
-
-def load_metadata_before_join(consumer: Any) -> None:
-    """After ``subscribe``: fetch metadata now (public ``topics()``), so the first assignment is made
-    with the input partitions known and the leader's snapshot matches; no metadata-triggered rejoin."""
-    try:
-        consumer.topics()
-    except Exception as exc:  # joining works without it, with one extra rebalance
-        _log.warning("eos.metadata_prefetch_failed", error=repr(exc))
 
 
 def rescue_lost_join(consumer: Any) -> bool:
@@ -80,7 +76,7 @@ def rescue_lost_join(consumer: Any) -> bool:
         coordinator.request_rejoin()
     except Exception:  # not the kafka-python we know: leave it alone
         return False
-    _log.warning("eos.rejoin_after_lost_assignment", reason=reason)
+    _log.warning("kafka-python member rejoins after a lost assignment (%s)", reason)
     return True
 
 
@@ -91,23 +87,6 @@ def _is_stable(coordinator: Any) -> bool:
     return not isinstance(state, str) or state == _STABLE
 
 
-def as_txn_error(exc: BaseException, doing: str) -> errors.TxnProducerError:
-    """One of our classes for an error kafka-python's consumer raised (every error of a public call
-    derives from TxnProducerError): its timeout as TimeoutError, authorization refusals as the
-    matching abortable classes, retriable codes as BrokerError, anything else as FatalError."""
-    text = f"{doing}: {type(exc).__name__}: {exc}"
-    code = getattr(exc, "errno", None)
-    if type(exc).__name__ == "KafkaTimeoutError":
-        return errors.TimeoutError(text)
-    if code == errors.TopicAuthorizationError.error_code:
-        return errors.TopicAuthorizationError(text, error_code=code)
-    if code == errors.GroupAuthorizationError.error_code:
-        return errors.GroupAuthorizationError(text, error_code=code)
-    if getattr(exc, "retriable", False):
-        return errors.BrokerError(text, error_code=code if isinstance(code, int) and code > 0 else None)
-    return errors.FatalError(text, error_code=code if isinstance(code, int) and code > 0 else None)
-
-
 def close_consumer_abruptly(consumer: Any) -> None:
     """Drop a kafka-python consumer's connections without LeaveGroup (a crash, for tests)."""
     if consumer is None:
@@ -116,11 +95,4 @@ def close_consumer_abruptly(consumer: Any) -> None:
         consumer._closed = True
         consumer._client.close()
     except Exception:  # best effort: kafka-python internals
-        _log.warning("eos.abrupt_close_failed", exc_info=True)
-
-
-def new_consumer(**settings: Any) -> Any:
-    """kafka-python's KafkaConsumer: the processor's default consumer factory."""
-    from kafka import KafkaConsumer
-
-    return KafkaConsumer(**settings)
+        _log.warning("abrupt close of a kafka-python consumer failed", exc_info=True)
