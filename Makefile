@@ -28,7 +28,7 @@ $(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@
 
-# The compiled accelerator (README "Performance"): the editable install builds it in place; this
+# The compiled accelerator (docs/performance.md): the editable install builds it in place; this
 # rebuilds it when its source changes. A failed compile installs pure Python (setup.py), which
 # `make test` refuses (TXNPRODUCER_REQUIRE_ACCEL), so a broken build cannot pass as compiled.
 $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_internal/accel/_decode.c setup.py | $(VENV)/.dev-installed
@@ -42,7 +42,7 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 # start first (tests/conftest.py). The tiers are named in tests/tiers.py, for nox too. The Spark cluster
 # tier (marker spark_cluster: a standalone cluster, about 2 minutes and 3 GiB) runs its MockCluster
 # scenario in the first run; its real-broker scenario runs with
-# `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (README "Real-broker tests").
+# `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (docs/contributing.md "Real-broker tests").
 WORKERS ?= 4
 PARALLEL := -n $(WORKERS) $(shell $(PYTHON) -m tests.tiers parallel)
 PURE_TESTS := $(shell $(PYTHON) -m tests.tiers pure)
@@ -73,7 +73,7 @@ test-ci-extra: $(VENV)/.dev-installed
 		PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s quick-$(CI_EXTRA_PYTHON); \
 	else echo "test-ci-extra: no python$(CI_EXTRA_PYTHON) on this machine: skipped"; fi
 
-# The sanitizer tier (README "Sanitizer tier"): both extensions (the send path's _speedups, the record
+# The sanitizer tier (docs/contributing.md "Sanitizer tier"): both extensions (the send path's _speedups, the record
 # decoder's _decode) built with AddressSanitizer and UBSan into build/asan (.venv's own builds are left
 # alone), loaded in their place by tests/_support/asan_extension.py,
 # in a Python whose objects are allocated by malloc (PYTHONMALLOC=malloc: inside pymalloc's arenas ASan

@@ -36,14 +36,14 @@ from txnproducer.perf import (  # noqa: E402
 
 CLIENTS = ("txnproducer", "kafka-python", "confluent-kafka")
 #: txnproducer on its pure-Python hot path (TXNPRODUCER_PURE_PYTHON=1 in the run's process; compare.py
-#: sets it), for the README's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
+#: sets it), for docs/performance.md's table of both paths: ``--clients txnproducer,txnproducer-pure,...``.
 PURE = "txnproducer-pure"
 #: txnproducer with every request on kafka-python's connections, as before its own connections spoke TLS
 #: and SASL (what a secured cluster got until issue 30): the same run can show the before and after
 KAFKA_IO = "txnproducer-kafka-io"
 OUR_CLIENTS = ("txnproducer", PURE, KAFKA_IO)
 #: our other ways through S4 and S5 (``_pipelines.py``): the processor with a record transform, the
-#: README's own loop, and the per-record poll()
+#: the producer guide's own loop, and the per-record poll()
 READ_SIDE_CLIENTS = ("txnproducer-records", "txnproducer-loop", "txnproducer-poll")
 #: inputs of S4 and S5: partitions of the input topic
 READ_PARTITIONS = 6

@@ -13,7 +13,7 @@ consumed offsets with them, one transaction per poll of at most 1,000 inputs, wi
 metadata (KIP-447 fencing):
 
 - ``txnproducer``: ``TransactionalProcessor`` (``transform_batch``, ``max_records_per_txn=1000``);
-- ``txnproducer-loop``: the README's own loop on ``TransactionalConsumer.poll_batch`` +
+- ``txnproducer-loop``: the producer guide's own loop on ``TransactionalConsumer.poll_batch`` +
   ``TransactionalProducer``;
 - ``confluent-kafka``: ``Consumer.consume(1000)`` + a transactional ``Producer`` +
   ``send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer_group_metadata())``,
@@ -279,7 +279,7 @@ def _our_loop(
     group: str,
     txn_id: str,
 ) -> PerfResult:
-    """README's loop ("Your own loop"), with the clock and the bounds of a benchmark."""
+    """The producer guide's loop ("Your own loop"), with the clock and the bounds of a benchmark."""
     from txnproducer import AbortableError, TopicPartition, TransactionalConsumer, TransactionalProducer
 
     consumer = TransactionalConsumer(

@@ -14,7 +14,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import re
-from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -39,8 +38,8 @@ nitpicky = True
 
 # --- Markdown (MyST) --------------------------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "deflist"]
-# `[Errors](#errors)`: every heading down to H3 gets the slug GitHub gives it, so README's links work
-# on the site too (a link to another page's section goes through the label in front of it).
+# `[Errors](#errors)`: every heading down to H3 gets the slug GitHub gives it, so a page links to a
+# section of its own or of another page (`[x](/guide/errors.md#errors)`) as it would on GitHub.
 myst_heading_anchors = 3
 
 # --- API reference (autodoc) ------------------------------------------------------------------------
@@ -85,61 +84,6 @@ nitpick_ignore_regex = [
 html_theme = "furo"
 html_title = f"txnproducer {release}"
 html_show_sourcelink = False
-
-
-# --- README's sections, included until they move here ----------------------------------------------
-# Which page holds each README section (the pages include them between README's
-# `<!-- docs:<section>:start -->` and `<!-- docs:<section>:end -->` markers). README's own links
-# (`[Errors](#errors)`) are pointed at these pages; a link to a section not listed fails the build.
-README_SECTIONS = {
-    "api": "guide/producer",
-    "transaction-versions": "guide/producer",
-    "where-we-differ-from-the-java-client": "guide/producer",
-    "errors": "guide/errors",
-    "asyncio": "guide/asyncio",
-    "exactly-once-pipelines": "guide/pipelines",
-    "pyspark-exactly-once-sink": "guide/spark",
-    "secured-clusters": "guide/security",
-    "testing-your-application": "guide/testing",
-    "configuration": "guide/configuration",
-    "operating-exactly-once-pipelines": "operations",
-    "observability": "guide/observability",
-    "performance": "performance",
-    "secured-listeners": "performance",  # a part of Performance that Secured clusters links to
-    "architecture": "architecture",
-    "real-broker-tests": "contributing",
-    "chaos-tier": "contributing",
-    "sanitizer-tier": "contributing",
-}
-_README_LINK = re.compile(r"\]\(#([a-z0-9-]+)\)")
-_README_DOCS_LINK = re.compile(r"\]\(docs/")  # README's links into docs/, from where README lies
-
-
-def _adapt_readme(app: Sphinx, relative_path: Any, parent_docname: str, content: list[str]) -> None:
-    """README's sections are ``##`` and their parts ``###``: in a page of their own they are its ``#``
-    title and ``##`` parts (a page that includes a section inside another adds ``:heading-offset: 1``);
-    code blocks are left as they are. README's ``(#section)`` links go to the page holding the section, and
-its ``(docs/page.md)`` links to that page.
-    Both go away when the sections move out of README (docs/contributing.md)."""
-    if Path(relative_path).name != "README.md":
-        return
-    out, fenced = [], False
-    for line in content[0].splitlines(keepends=True):
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced:
-            if line.startswith("##"):
-                line = line[1:]
-            line = _README_LINK.sub(_readme_link, line)
-            line = _README_DOCS_LINK.sub("](/", line)
-        out.append(line)
-    content[0] = "".join(out)
-
-
-def _readme_link(match: re.Match[str]) -> str:
-    slug = match.group(1)
-    page = README_SECTIONS.get(slug)
-    return f"](/{page}.md#{slug})" if page else match.group(0)
 
 
 # --- re-exported names --------------------------------------------------------------------------------
@@ -196,6 +140,5 @@ def _documented_by_identity(env: BuildEnvironment) -> dict[int, str]:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("include-read", _adapt_readme)
     app.connect("missing-reference", _resolve_reexports)
     return {"parallel_read_safe": True}

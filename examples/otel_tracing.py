@@ -4,7 +4,7 @@ An order service handles a batch of orders in one transaction (records plus the 
 a batch it must give up (aborted); a downstream consumer continues each committed record's trace from
 the ``traceparent`` the producer wrote into the record's headers. Spans print as they end (one line
 each, the SDK's ``ConsoleSpanExporter`` with a compact formatter), the metrics once at the end
-(``ConsoleMetricExporter``), and last the traces rendered as trees - what README "Observability" shows.
+(``ConsoleMetricExporter``), and last the traces rendered as trees - what docs/guide/observability.md shows.
 
 The providers are the application's and are handed to the producer: the library installs no global
 provider (``txnproducer.otel.instrument()`` would trace every producer created afterwards instead).

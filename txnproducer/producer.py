@@ -88,14 +88,14 @@ class TransactionalProducer:
     Thread-safe, with the Java client's rule: one transaction at a time, and a :meth:`send` from
     any thread joins the open transaction; transactional calls are meant to come from one thread
     at a time. Threads that each need their own transaction use a
-    :class:`~txnproducer.TransactionalProducerPool` (README "Concurrency").
+    :class:`~txnproducer.TransactionalProducerPool` (docs/concurrency.md).
 
     Raises on construction :class:`~txnproducer.errors.ConfigError` for invalid settings.
     Connecting happens in the background; :meth:`init_transactions` waits for it.
 
     ``tracer_provider`` / ``meter_provider``: OpenTelemetry providers to trace the transactions and
-    export the metrics with; ``record_spans=True``: a span per record instead of per batch (README
-    "Observability"; :func:`txnproducer.otel.instrument` does this for every producer).
+    export the metrics with; ``record_spans=True``: a span per record instead of per batch
+    (docs/guide/observability.md; :func:`txnproducer.otel.instrument` does this for every producer).
     """
 
     def __init__(self, config: ProducerConfig | Mapping[str, Any] | None = None, *,

@@ -9,7 +9,7 @@ to the cluster in between - are offered as requests a scheduler may make (:meth:
 
 Each :class:`ProducerWorker` is one application: a loop of transactions of random size over random
 partitions (explicit, keyed and keyless records), some aborted on purpose, handling every error as the
-README's "Errors" table says (abortable: abort; fatal: close and start a new instance with the same
+docs/guide/errors.md table says (abortable: abort; fatal: close and start a new instance with the same
 transactional id; timeouts of commit/abort/init: call again, then give up and close) and writing what it
 was told into the :class:`~tests._support.txn_ledger.Ledger`. :class:`EosGroup` keeps
 ``TransactionalProcessor`` instances running, restarting one after a fatal error as an application would.
@@ -49,7 +49,7 @@ PRODUCER_SETTINGS: dict[str, Any] = {
     "socket_connection_setup_timeout_ms": 1500,
 }
 
-# How often a call that timed out is made again before the application gives up (README: "call the same
+# How often a call that timed out is made again before the application gives up (docs/guide/errors.md: "call the same
 # method again to keep waiting for the same result").
 CALL_ATTEMPTS = 3
 

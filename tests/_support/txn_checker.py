@@ -39,7 +39,7 @@ KINDS: dict[str, str] = {
     "unknown_record": "visible records no producer's ledger accounts for",
     "zombie_committed": "transactions whose commit returned after a successor fenced their producer",
     "failed_while_calm": "errors seen after the faults had stopped",
-    "unexpected_error": "errors the README's Errors table does not let a correct application see",
+    "unexpected_error": "errors the table of docs/guide/errors.md does not let a correct application see",
     "hanging": "partitions whose last stable offset stays below the high watermark at the end",
     "eos_lost": "pipeline inputs missing from its output",
     "eos_duplicated": "pipeline inputs more than once in its output",

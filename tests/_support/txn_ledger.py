@@ -118,7 +118,7 @@ class CallTiming:
 
 @attrs.frozen
 class ErrorEvent:
-    """An exception an application saw; ``expected`` is False for what the README's "Errors" table
+    """An exception an application saw; ``expected`` is False for what the docs/guide/errors.md table
     does not let a correct application see (the checker counts those)."""
 
     producer: str

@@ -123,7 +123,7 @@ def test_each_input_exactly_once_across_crash_restart_and_rebalance(
 
 @pytest.mark.timeout(240)
 def test_the_readme_loop_writes_each_input_once(kafka_bootstrap: str) -> None:
-    """README's own loop (``examples/exactly_once_loop.py``: TransactionalConsumer.poll_batch +
+    """The producer guide's own loop (``examples/exactly_once_loop.py``: TransactionalConsumer.poll_batch +
     TransactionalProducer, two instances in one group) on a real broker: every input once, upper-cased."""
     out = io.StringIO()
     ok = load_example("exactly_once_loop").run_demo(bootstrap=kafka_bootstrap, inputs=1200, out=out)

@@ -1,6 +1,6 @@
 """Cancellation at each await point of AsyncTransactionalProducer, and close() from any state.
 
-What a service relies on (README "asyncio"): a cancelled ``commit_transaction()`` (and init, abort,
+What a service relies on (docs/guide/asyncio.md): a cancelled ``commit_transaction()`` (and init, abort,
 send_offsets) goes on and awaiting it again returns its outcome - the call is not started twice; a
 cancellation inside ``async with producer.transaction()`` aborts the transaction before it
 propagates, and a commit cancelled there is finished by the next ``transaction()``; a cancelled

@@ -39,7 +39,7 @@ PER_TXN = 10_000
 
 def _report(name: str, meter: LagMeter) -> str:
     line = f"{name}: {meter.summary()}"
-    sys.stdout.write(line + "\n")  # shown with pytest -s / -rA: the figure README quotes
+    sys.stdout.write(line + "\n")  # shown with pytest -s / -rA: the figure docs/guide/asyncio.md quotes
     return line
 
 

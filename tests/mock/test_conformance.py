@@ -120,7 +120,7 @@ PID_RE = re.compile(r"^\$PID\d+$")
 FREE_PLACEHOLDERS = ("$CLUSTER_ID", "$FEATURES_EPOCH", "$THROTTLE_MS")
 # values the broker makes up: bound to the mock's on first sight, substituted in later requests
 BOUND_PLACEHOLDERS = ("$TOPIC_ID", "$MEMBER", "$SESSION")
-# lists whose order the broker does not define (README: "the order of partitions inside some responses")
+# lists whose order the broker does not define (a broker answers partitions in the order of its own maps)
 UNORDERED_KEYS = ("index", "partition_index", "name", "topic", "transactional_id")
 
 

@@ -1,8 +1,8 @@
-"""The hand-written exactly-once loop of README ("Your own loop") runs as documented.
+"""The hand-written exactly-once loop of the producer guide ("Your own loop") runs as documented.
 
-``examples/exactly_once_loop.py`` runs the README's loop function in two instances of one group on a
+``examples/exactly_once_loop.py`` runs the guide's loop function in two instances of one group on a
 MockCluster, with one commit refused (ILLEGAL_GENERATION: the abort-and-rewind path), and checks with a
-read_committed reader that every input was written exactly once. The README shows that very function:
+read_committed reader that every input was written exactly once. The guide shows that very function:
 this test fails when the two drift apart.
 """
 
@@ -16,12 +16,12 @@ import pytest
 
 from tests._support.examples import load_example
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "producer.md"
 
 
-def test_the_readme_shows_the_examples_loop() -> None:
+def test_the_guide_shows_the_examples_loop() -> None:
     loop = inspect.getsource(load_example("exactly_once_loop").upper_case_loop)
-    assert loop in README.read_text(), "README's loop is not examples/exactly_once_loop.py's upper_case_loop"
+    assert loop in GUIDE.read_text(), "the guide's loop is not examples/exactly_once_loop.py's upper_case_loop"
 
 
 def test_the_loop_writes_each_input_once_through_an_abort(monkeypatch: pytest.MonkeyPatch) -> None:

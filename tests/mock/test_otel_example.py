@@ -1,4 +1,4 @@
-"""examples/otel_tracing.py runs on the MockCluster and shows what README "Observability" says an operator
+"""examples/otel_tracing.py runs on the MockCluster and shows what docs/guide/observability.md says an operator
 sees."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A transaction's trace on MockCluster: the span trees of a committed, an aborted and a fenced transaction.
 
 What an operator reads from them - which transaction, how long each phase took, why it aborted - is
-asserted as names, parents, attributes, status and events (README "Observability").
+asserted as names, parents, attributes, status and events (docs/guide/observability.md).
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def main() -> None:
     spark = _session(args)
     register(spark)
     spark.dataSource.register(CounterSource)
-    # prepared transactions must outlive a driver restart on a busy test machine (README, the
+    # prepared transactions must outlive a driver restart on a busy test machine (docs/guide/spark.md, the
     # timeout rule); nothing in the tests waits for a timeout to end a transaction
     options = {"kafka.bootstrap.servers": args.bootstrap, "kafka.linger.ms": "5", "topic": args.topic,
                "kafka.transaction.timeout.ms": "600000"}

@@ -1,6 +1,6 @@
 """The folder tree is the architecture: rooms import only what their package docstring allows.
 
-Why a test: the layout (README "Architecture") is only worth having while it stays true. These
+Why a test: the layout (docs/architecture.md) is only worth having while it stays true. These
 checks read every module of ``txnproducer`` with ``ast`` - imports inside functions and under
 ``if TYPE_CHECKING:`` count too, because a cycle hidden there is still a cycle a reader has to
 untangle - and fail with the offending modules named:

@@ -1,5 +1,5 @@
 """Every type a public call takes or returns is importable from ``txnproducer`` (``txnproducer.aio``
-for the asyncio ones): a user who reads ``-> RecordFuture`` in a signature or README can name it
+for the asyncio ones): a user who reads ``-> RecordFuture`` in a signature or the docs can name it
 without reaching into ``txnproducer._internal``."""
 
 from __future__ import annotations

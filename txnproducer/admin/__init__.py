@@ -3,7 +3,7 @@
     from txnproducer.admin import TransactionsAdmin
 
 The Python side of ``txnproducer transactions list|describe|describe-producers|find-hanging|abort`` and
-``txnproducer spark status`` (README "Operating exactly-once pipelines"), following Kafka's
+``txnproducer spark status`` (docs/operations.md), following Kafka's
 ``kafka-transactions.sh`` and Admin client (KIP-664, KIP-994, KIP-1152).
 
 What the room holds: the facade (``client.py``: :class:`TransactionsAdmin`), one module per Kafka

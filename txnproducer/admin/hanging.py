@@ -22,7 +22,7 @@ Where this differs from kafka-python 3.0's ``find_hanging_transactions``: that o
 coordinators (ListTransactions, DescribeTransactions, an age check) and so cannot see the transactions
 the coordinator forgot, which are the ones that hang. Caveat shared with the Java tool: ListTransactions
 lists only ids the principal may Describe, so without Describe on a live transaction's id it would be
-reported as hanging - run it with Describe on every transactional id (``*``), as the README says.
+reported as hanging - run it with Describe on every transactional id (``*``), as docs/operations.md says.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``txnproducer spark status``: what the ``txnkafka`` sink's transactions of one query are doing.
 
 The sink leaves transactions prepared on purpose - from a task's ``prepare_transaction()`` until the
-driver's decision completes them (README "PySpark exactly-once sink") - and they hold their partitions'
+driver's decision completes them (docs/guide/spark.md) - and they hold their partitions'
 last stable offset meanwhile. This view joins the three places that say what is going on:
 
 * the sink's state topic: the query's latest **decision** (batch, commit or abort, decided or done, the

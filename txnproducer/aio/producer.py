@@ -57,7 +57,7 @@ _YIELD_EVERY_S = 0.001
 
 class AsyncTransactionalProducer:
     """Exactly-once producer for asyncio (KIP-98, KIP-447, KIP-890 TV2): the sync producer's API
-    as coroutines. See the module docstring for cancellation; README "asyncio" for examples.
+    as coroutines. See the module docstring for cancellation; docs/guide/asyncio.md for examples.
 
     Settings as the sync producer takes them (keywords, a mapping given positionally, or a
     ProducerConfig): milliseconds; every call's ``timeout`` argument is seconds, ``None`` meaning
@@ -154,7 +154,7 @@ class AsyncTransactionalProducer:
 
     def begin_transaction(self) -> None:
         """Start a transaction (local: nothing is sent, nothing awaited); the running task holds
-        it until a commit or abort ends it (see README "Concurrency").
+        it until a commit or abort ends it (see docs/concurrency.md).
 
         Raises IllegalStateError when not READY (also while a commit or abort whose task was
         cancelled has not been awaited again), when another task holds the producer's transaction

@@ -25,7 +25,7 @@ __all__ = ["AsyncRecordFuture"]
 
 class AsyncRecordFuture:
     """The outcome of one ``send()``: ``await`` it for the record's
-    :class:`~txnproducer.RecordMetadata`, or its delivery error (the classes of README "Errors":
+    :class:`~txnproducer.RecordMetadata`, or its delivery error (the classes of docs/guide/errors.md:
     ``TransactionAbortedError``, ``DeliveryTimeoutError``, ``TopicAuthorizationError``, ...).
 
     Awaiting is bounded by how long the record can still be delivered (``delivery_timeout_ms`` plus

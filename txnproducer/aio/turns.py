@@ -26,7 +26,7 @@ turn had just been handed to it, it passes the turn on to the next waiter, so a 
 strands the queue.
 
 This is the asyncio producer's rule only. The sync producer follows the Java client: sends from any
-thread join the open transaction (README "Concurrency").
+thread join the open transaction (docs/concurrency.md).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ __all__ = [
     "send_outputs",
 ]
 
+#: A record's headers: ``[(name, value), ...]`` or ``{name: value}``; values are bytes (or str, encoded as UTF-8).
 HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 
 
@@ -70,8 +71,12 @@ class OutputBatch(NamedTuple):
 
 
 Output = OutputRecord | OutputBatch
+#: ``transform=``: one input record in, its outputs out (an iterable of outputs, one output, or None).
 Transform = Callable[[Any], "Iterable[Output] | Output | None"]
+#: ``transform_batch=``: a poll's records in (per-partition order), their outputs out.
 BatchTransform = Callable[[list[Any]], "Iterable[Output] | Output | None"]
+#: ``transform_columns=``: one PartitionBatch of a poll in (columns), its outputs out; typically
+#: OutputBatch values, so that no object is made per record.
 ColumnTransform = Callable[[Any], "Iterable[Output] | Output | None"]
 
 _OUTPUTS = (OutputRecord, OutputBatch)

@@ -55,7 +55,10 @@ from txnproducer.producer import TransactionalProducer
 
 __all__ = ["CrashPoint", "TransactionalProcessor"]
 
+#: ``on_commit(offsets)``: called after each committed transaction with the offsets it committed
+#: (the next offsets to read), on the loop's thread.
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata]], None]
+#: ``on_assigned(partitions)``: called with the partitions the loop owns after each rebalance.
 AssignCallback = Callable[[set[TopicPartition]], None]
 CrashPoint = Literal["after_send", "before_commit"]
 
@@ -118,7 +121,7 @@ class TransactionalProcessor:
     ``consumer_factory(config)`` (a :class:`~txnproducer.ConsumerConfig`) / ``producer_factory(config)``
     replace :class:`~txnproducer.TransactionalConsumer` / :class:`~txnproducer.TransactionalProducer`
     (for tests with fakes).
-    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (README "Observability").
+    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (docs/guide/observability.md).
     """
 
     def __init__(
@@ -226,7 +229,7 @@ class TransactionalProcessor:
         return self._assigned
 
     def metrics(self) -> dict[str, int]:
-        """Counters since the processor was created (README "Exactly-once pipelines" lists them):
+        """Counters since the processor was created (docs/guide/pipelines.md lists them):
         ``transactions_committed``, ``transactions_aborted`` (of which ``aborts_on_revocation``:
         partitions revoked or lost while a transaction was open, and ``aborts_on_error``: an
         abortable error, e.g. ``CommitFailedError``; the rest were transform errors and closes),

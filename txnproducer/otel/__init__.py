@@ -5,7 +5,7 @@ Off unless the application asks: give a producer ``tracer_provider=`` / ``meter_
 ``TransactionalProcessor``), or call :func:`instrument` once to trace and measure every producer created
 afterwards (with no arguments: the global providers the application, or ``opentelemetry-instrument``,
 installed). The library never installs a global provider, and with tracing off it costs nothing on the
-hot path (README "Observability" has the spans, attributes and metrics, and what they cost).
+hot path (docs/guide/observability.md has the spans, attributes and metrics, and what they cost).
 
 For consumers: :func:`extract_context` / :func:`span_context_of` / :func:`process_span` read the
 ``traceparent`` a traced producer writes into every record's headers. For code that drives a producer:

@@ -8,7 +8,7 @@ when ``send()`` is called and is not the one current at ``begin_transaction()`` 
 ``process`` span, say - is the record's parent, so a consumer of the output continues the input's
 trace; otherwise the transaction span is.
 
-Spans, by measurement (README "Observability" and "Performance"): by default one ``send {topic}`` span
+Spans, by measurement (docs/guide/observability.md and "Performance"): by default one ``send {topic}`` span
 per *batch* (PRODUCER kind, child of the transaction, from the batch's first record to the broker's
 acknowledgement, with ``messaging.batch.message_count``, its base offset, its attempts and a ``retry``
 event per resend); the records carry their parent's context. With ``record_spans=True`` each record

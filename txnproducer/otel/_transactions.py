@@ -1,6 +1,6 @@
 """A producer's transactions as spans (and per-transaction metrics), driven by its state machine.
 
-The trace of one transaction (README "Observability" shows one rendered)::
+The trace of one transaction (docs/guide/observability.md shows one rendered)::
 
     transaction                       INTERNAL  txnproducer.outcome, .record_count, .abort_reason, ...
     ├── send {topic}                  PRODUCER  one per batch (or per record): _send.py

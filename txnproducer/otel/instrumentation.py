@@ -9,7 +9,7 @@ providers up when it is created (``opentelemetry.trace.get_tracer_provider()``),
 may configure them before or after this call. The library never *sets* a global provider.
 
 Nothing here imports OpenTelemetry; a producer created while nothing is instrumented and without
-providers of its own never imports it either (tracing off costs nothing: README "Observability").
+providers of its own never imports it either (tracing off costs nothing: docs/guide/observability.md).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, *, traci
     when each producer is created (``opentelemetry-instrument`` or your own setup installs them).
     ``tracing=False`` / ``metrics=False`` leave one signal off. ``record_spans=True`` gives every
     record a ``send {topic}`` span of its own that ends when the broker acknowledges it, instead of one
-    span per batch (README "Observability" says what each costs). A producer's own arguments win over
+    span per batch (docs/guide/observability.md says what each costs). A producer's own arguments win over
     these. Calling it again replaces the settings; producers already created keep theirs.
     """
     global _active

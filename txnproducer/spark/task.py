@@ -31,7 +31,7 @@ registering aborts whatever is open under the id - by then possibly a *later* ba
 before its init while the driver decides, completes and moves on, and a later batch's attempt takes
 the same id and prepares. The slot choice skips ids with an open transaction, which narrows this to
 a stall between that check and the init; if it happens anyway, the driver's commit of the later
-batch fails with PreparedTransactionLostError (README "PySpark exactly-once sink", limits).
+batch fails with PreparedTransactionLostError (docs/guide/spark.md, limits).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ whole ``batch.size``, or less when ``batch_size`` is smaller, or a larger single
 and grows its reservation, doubling it up to ``batch_size``, when a record would not fit in it.
 The reservation is released when the batch reaches a final state. Why not the Java client's
 ``BufferPool`` rule (a batch reserves all of ``batch_size`` when it starts): our default batch is
-256 KiB, which halves the Sender's work per record against 16 KiB (README "Performance"), and
+256 KiB, which halves the Sender's work per record against 16 KiB (docs/performance.md), and
 reserving all of it up front would let only 128 partitions hold an open batch in the default
 32 MiB. Appending within the reservation needs no accounting, which keeps the per-record path
 short (the compiled append falls back to this module when a record does not fit). A batch that

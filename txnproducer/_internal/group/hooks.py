@@ -42,9 +42,8 @@ class RebalanceHooks(Protocol):
 
 
 class Membership(Protocol):
-    """What the consumer needs of a group member: :class:`~txnproducer._internal.group.GroupMember`'s
-    interface. The member calls the consumer's :meth:`~TransactionalConsumer.on_revoke`,
-    :meth:`~TransactionalConsumer.on_assign` and :meth:`~TransactionalConsumer.on_lost` (its
+    """What the consumer needs of a group member: our own member's (``_internal.group.GroupMember``)
+    interface. The member calls the consumer's ``on_revoke``, ``on_assign`` and ``on_lost`` (its
     ``RebalanceHooks``) from inside :meth:`poll` and :meth:`close`, on the polling thread."""
 
     def subscribe(self, topics: Iterable[str]) -> None:

@@ -11,7 +11,7 @@ application adds later), and costs nothing unless DEBUG is enabled (the level ch
 It rewrites the record's arguments: a SASL request or response becomes ``<SaslAuthenticateRequest:
 redacted>``, and raw wire bytes become ``<N bytes>`` (they may be a SASL exchange, and they hold
 record payloads too). The filter is process-wide, so it also covers the application's own
-kafka-python clients; that is deliberate (README, "Secured clusters").
+kafka-python clients; that is deliberate (docs/guide/security.md).
 """
 
 from __future__ import annotations
