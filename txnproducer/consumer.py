@@ -49,6 +49,7 @@ import attrs
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.fetch.completed_fetch import Deserializers
 from txnproducer._internal.fetch.fetcher import Fetcher
 from txnproducer._internal.fetch.offsets import OffsetLookups
 from txnproducer._internal.fetch.positions import Assignment, FetchState, PartitionState, committed_position
@@ -108,7 +109,13 @@ class TransactionalConsumer:
         self._default_s = config.default_api_timeout_ms / 1000
         self._closed = False
         self._closing = False
-        self._deserialize = config.key_deserializer is not None or config.value_deserializer is not None
+        # applied by the fetch layer, record by record, before the position moves past a record: a
+        # deserializer that raises leaves the position at that record (RecordDeserializationError)
+        self._deserializers = (
+            Deserializers(config.key_deserializer, config.value_deserializer)
+            if config.key_deserializer is not None or config.value_deserializer is not None
+            else None
+        )
 
     @property
     def config(self) -> ConsumerConfig:
@@ -299,11 +306,9 @@ class TransactionalConsumer:
         :class:`~txnproducer.LogTruncationError` (``auto_offset_reset="none"``),
         :class:`~txnproducer.CorruptRecordError` (after the records before the bad batch were returned),
         :class:`~txnproducer.TopicAuthorizationError`; :class:`~txnproducer.AuthenticationError`;
-        ClosedError."""
-        records = self._poll("poll", timeout, max_records, columns=False)
-        if self._deserialize and records:
-            records = [self._deserialized(r) for r in records]
-        return records
+        :class:`~txnproducer.RecordDeserializationError` (a deserializer raised: the records before
+        the failing one are returned first, the position stays at it); ClosedError."""
+        return self._poll("poll", timeout, max_records, columns=False)
 
     def poll_batch(self, timeout: float = 0.0, max_records: int | None = None) -> list[PartitionBatch]:
         """As :meth:`poll`, the records as columns: a :class:`PartitionBatch` per partition chunk
@@ -321,8 +326,6 @@ class TransactionalConsumer:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         for chunk in chunks:
             first = chunk[0]
-            if self._deserialize:
-                chunk = [self._deserialized(r) for r in chunk]
             tp = TopicPartition(first.topic, first.partition)
             if tp in out:
                 out[tp].extend(chunk)
@@ -342,12 +345,13 @@ class TransactionalConsumer:
         deadline = time.monotonic() + timeout
         net = self._net
         membership = self._membership if self._subscription else None
+        deserializers = None if columns else self._deserializers  # columns stay bytes
         while True:
             if membership is not None:
                 membership.poll(deadline)
             self._raise_kept_errors()
             if self._fetcher.has_buffered():
-                out = self._fetcher.collect(limit, columns, chunks)
+                out = self._fetcher.collect(limit, columns, chunks, deserializers=deserializers)
                 if out:
                     return out
             self._update_positions(deadline)
@@ -359,16 +363,9 @@ class TransactionalConsumer:
             if net.auth_error is not None:
                 raise net.auth_error
             if remaining <= 0:
-                return self._fetcher.collect(limit, columns, chunks) if self._fetcher.has_buffered() else []
-
-    def _deserialized(self, record: ConsumerRecord) -> ConsumerRecord:
-        config = self._config
-        key, value = record.key, record.value
-        if config.key_deserializer is not None and key is not None:
-            key = config.key_deserializer(key)
-        if config.value_deserializer is not None and value is not None:
-            value = config.value_deserializer(value)
-        return record._replace(key=key, value=value)
+                if not self._fetcher.has_buffered():
+                    return []
+                return self._fetcher.collect(limit, columns, chunks, deserializers=deserializers)
 
     def _raise_kept_errors(self) -> None:
         for state in self._assignment:

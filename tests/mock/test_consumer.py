@@ -19,6 +19,7 @@ from txnproducer import (
     CorruptRecordError,
     LogTruncationError,
     OffsetOutOfRangeError,
+    RecordDeserializationError,
     TopicPartition,
     TransactionalConsumer,
     TransactionalProducer,
@@ -207,6 +208,44 @@ def test_a_corrupt_batch_is_a_typed_error_naming_topic_partition_and_offset(
     assert consumer.position(tp) == bad
     consumer.seek(tp, bad + 1)
     assert [r.value for r in _read_until(consumer, 1)] == [b"c"]
+
+
+@pytest.mark.parametrize("api", ["poll", "poll_by_partition"])
+def test_a_record_the_deserializer_refuses_stops_the_partition_at_that_record(
+    mock_cluster: MockCluster, consumers: Any, api: str
+) -> None:
+    """Issue 28 A4 (the Java CompletedFetch.fetchRecords): the records before it are returned, then every
+    poll raises RecordDeserializationError naming the record, with the position at it - nothing is skipped
+    or lost - until the application seeks past it."""
+    mock_cluster.create_topic(TOPIC, 1)
+    with _producer(mock_cluster, "d", linger_ms=0) as p:
+        p.init_transactions()
+        with p.transaction():  # one batch: the bad record sits in the middle of a fetched chunk
+            for value in (b"a", b"b", b"\xff", b"c"):
+                p.send(TOPIC, value, partition=0)
+    consumer = consumers(value_deserializer=lambda v: v.decode("utf-8"))
+    tp = TopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+
+    def read(timeout: float) -> list[Any]:
+        if api == "poll":
+            return consumer.poll(timeout)
+        return [r for records in consumer.poll_by_partition(timeout).values() for r in records]
+
+    got: list[Any] = []
+    deadline = time.monotonic() + 15
+    while len(got) < 2 and time.monotonic() < deadline:
+        got.extend(read(0.2))
+    assert [r.value for r in got] == ["a", "b"], "the records before it, deserialized"
+    for _ in range(2):
+        with pytest.raises(RecordDeserializationError) as caught:
+            read(2.0)
+        error = caught.value
+        assert (error.topic, error.partition, error.offset, error.origin) == (TOPIC, 0, 2, "value")
+        assert isinstance(error.__cause__, UnicodeDecodeError)
+        assert consumer.position(tp) == 2
+    consumer.seek(tp, 3)
+    assert [r.value for r in _read_until(consumer, 1)] == ["c"]
 
 
 @pytest.mark.parametrize("policy", ["earliest", "latest", "none"])
