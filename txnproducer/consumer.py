@@ -189,11 +189,14 @@ class TransactionalConsumer:
     # -- the group member's hooks (RebalanceHooks; polling thread, inside poll() or close()) -----------
 
     def on_assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Hook for the group member: add ``partitions`` (their positions start at the committed
-        offsets) and run the listener's ``on_partitions_assigned``. Not for applications: use
+        """Hook for the group member: make ``partitions`` the assignment (as the Java
+        ``assignFromSubscribed``: new ones start at the committed offsets, any other is dropped with its
+        buffered records) and run the listener's ``on_partitions_assigned``. Not for applications: use
         :meth:`assign`."""
         wanted = [self._tp(p) for p in partitions]
-        self._assignment.add(wanted)
+        _added, removed = self._assignment.assign(wanted)
+        if removed:
+            self._fetcher.discard(set(removed))
         self._want_metadata()
         if self._listener is not None:
             self._listener.on_partitions_assigned(wanted)

@@ -480,3 +480,49 @@ def test_a_listener_exception_reaches_the_poll_caller(cluster: MockCluster) -> N
             while time.monotonic() < deadline:
                 c.poll(0.1)
         assert c.assignment() == ALL  # the assignment stands; the next poll goes on
+
+
+def test_a_revoke_listener_that_raises_still_gives_the_partitions_up(
+    cluster: MockCluster, running: list[Polled]
+) -> None:
+    """Java's onJoinPrepare: the revocation completes even when the listener throws - the exception
+    reaches the poll caller, the partitions are no longer owned (nothing of theirs is handed out), and
+    the next poll rejoins, so that the group can move on."""
+    cond = threading.Condition()
+    a = Polled(cluster, "revoke-raises", "a", cond)
+    running.append(a)
+    wait_until(cond, "a owns every partition", lambda: a.owned() == ALL, running)
+
+    def fail() -> None:
+        raise KeyError("the application's own bug")
+
+    a.listener.on_revoked_do = fail
+    b = Polled(cluster, "revoke-raises", "b", cond)
+    running.append(b)
+    deadline = time.monotonic() + WAIT_S
+    with cond:
+        while not a.errors:
+            assert time.monotonic() < deadline, "a's revoke listener was not called"
+            cond.wait(0.1)
+    a.thread.join(WAIT_S)
+    assert isinstance(a.errors[0], KeyError)
+    assert a.owned() == frozenset(), "the revoked partitions are given up although the listener raised"
+    a.listener.on_revoked_do = None
+    try:
+        while not (a.owned() and b.owned() and a.owned() | b.owned() == ALL and not a.owned() & b.owned()):
+            assert time.monotonic() < deadline, f"no split: a {sorted(a.owned())}, b {sorted(b.owned())}"
+            assert not b.errors, b.errors
+            a.consumer.poll(0.05)  # a rejoins: the group's rebalance completes
+    finally:
+        a.consumer.close(5)
+
+
+def test_an_assignment_replaces_the_one_before(cluster: MockCluster) -> None:
+    """The member's assign hook makes its partitions the assignment (the Java assignFromSubscribed): a
+    partition not in it is dropped even if no revocation came first."""
+    tp = [TopicPartition(TOPIC, p) for p in range(3)]
+    with TransactionalConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id="replace", **FAST) as c:
+        c.subscribe([TOPIC])
+        c.on_assign([tp[0], tp[1]])
+        c.on_assign([tp[1], tp[2]])
+        assert c.assignment() == {tp[1], tp[2]}
