@@ -123,7 +123,10 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
     b = PolledMember(cluster, "static", "b", cond=cond, group_instance_id="b-1", **static)
     members.extend([a, b])
     wait_until(cond, members, "a and b hold three each", lambda: split_evenly([a, b], TOPIC, PARTITIONS))
-    generation, a_owned, b_owned, b_id = a.generation, a.assignment, b.assignment, b.member_id
+    # which of a and b joined first (and so owned all six for a generation) is a race: what counts is
+    # that the restart adds no hook call to b's
+    generation, a_owned, b_owned, b_id, b_hooks = a.generation, a.assignment, b.assignment, b.member_id, \
+        b.hooks.kinds()
 
     since = cluster.requests.next_seq()
     members.remove(a)
@@ -134,7 +137,7 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
                lambda: restarted.assignment == a_owned)
 
     assert restarted.generation == generation and restarted.member_id != a.member_id
-    assert b.generation == generation and b.assignment == b_owned and b.hooks.kinds() == ["assign"]
+    assert b.generation == generation and b.assignment == b_owned and b.hooks.kinds() == b_hooks
     after = cluster.request_log[since:]
     assert not any(e.api == "LeaveGroup" for e in after)
     assert not any(e.api == "JoinGroup" and e.fields.get("member_id") == b_id for e in after)
