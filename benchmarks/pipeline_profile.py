@@ -7,10 +7,10 @@ The same phase timing as ``phase_profile.py`` (one ``time.thread_time_ns()`` pai
 function, charged to the thread that ran it, "own" without the timed phases called inside it), for the
 three ways of ours through S4: ``processor`` (``TransactionalProcessor`` with ``transform_columns``),
 ``records`` (the processor with ``transform_batch``: a ConsumerRecord and an OutputRecord per input) and
-``loop`` (the producer guide's own loop on ``TransactionalConsumer.poll_batch``). Each thread's total CPU comes from
-``/proc/self/task`` (Linux), read before the clients close; the same run without the wrappers is made
-first, so the cost of measuring shows. The input is written once (``--inputs`` records of 100 bytes in 6
-partitions, 1,000-record transactions) and read by each run in a fresh group.
+``loop`` (the producer guide's own loop on ``TransactionalConsumer.poll_batch``). Each thread's total CPU
+comes from ``/proc/self/task`` (Linux), read before the clients close; the same run without the wrappers
+is made first, so the cost of measuring shows. The input is written once (``--inputs`` records of 100
+bytes in 6 partitions, 1,000-record transactions) and read by each run in a fresh group.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """An exactly-once consume-transform-produce loop by hand: TransactionalConsumer + TransactionalProducer.
 
-What it shows (docs/guide/producer.md "Your own loop"): poll a batch of input records, transform them, send the outputs
+What it shows (docs/guide/producer.md "Your own loop"): poll a batch of input records, transform them,
+send the outputs
 and the consumer's positions in one transaction with the consumer's group metadata (KIP-447 fencing),
 commit; when a transaction must abort, rewind the consumer to the committed offsets so that the same
 inputs are processed again. Two loops ("one" and "two") run in one consumer group on threads of their

@@ -49,8 +49,8 @@ PRODUCER_SETTINGS: dict[str, Any] = {
     "socket_connection_setup_timeout_ms": 1500,
 }
 
-# How often a call that timed out is made again before the application gives up (docs/guide/errors.md: "call the same
-# method again to keep waiting for the same result").
+# How often a call that timed out is made again before the application gives up (docs/guide/errors.md:
+# "call the same method again to keep waiting for the same result").
 CALL_ATTEMPTS = 3
 
 

@@ -21,7 +21,7 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "producer.md"
 
 def test_the_guide_shows_the_examples_loop() -> None:
     loop = inspect.getsource(load_example("exactly_once_loop").upper_case_loop)
-    assert loop in GUIDE.read_text(), "the guide's loop is not examples/exactly_once_loop.py's upper_case_loop"
+    assert loop in GUIDE.read_text(), "the guide shows another loop than examples/exactly_once_loop.py's"
 
 
 def test_the_loop_writes_each_input_once_through_an_abort(monkeypatch: pytest.MonkeyPatch) -> None:

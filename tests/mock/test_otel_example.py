@@ -1,5 +1,5 @@
-"""examples/otel_tracing.py runs on the MockCluster and shows what docs/guide/observability.md says an operator
-sees."""
+"""examples/otel_tracing.py runs on the MockCluster and shows what docs/guide/observability.md says an
+operator sees."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ __all__ = [
     "send_outputs",
 ]
 
-#: A record's headers: ``[(name, value), ...]`` or ``{name: value}``; values are bytes (or str, encoded as UTF-8).
+#: A record's headers: ``[(name, value), ...]`` or ``{name: value}``; values are bytes (or str:
+#: UTF-8).
 HeadersArg = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 
 

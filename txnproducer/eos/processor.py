@@ -121,7 +121,8 @@ class TransactionalProcessor:
     ``consumer_factory(config)`` (a :class:`~txnproducer.ConsumerConfig`) / ``producer_factory(config)``
     replace :class:`~txnproducer.TransactionalConsumer` / :class:`~txnproducer.TransactionalProducer`
     (for tests with fakes).
-    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer (docs/guide/observability.md).
+    ``tracer_provider``, ``meter_provider``: OpenTelemetry, for it and its producer
+    (docs/guide/observability.md).
     """
 
     def __init__(

@@ -6,7 +6,8 @@ with the consumer's generation, member id and group instance id (KIP-447), so th
 fences the offsets of a zombie consumer. Only the partitions that failed with a retriable error
 are sent again; after CONCURRENT_TRANSACTIONS (TV2: the group coordinator adds the offsets partition
 to the transaction while the previous transaction's markers are still being written) in
-``transaction_retry_backoff_ms``, as every coordinator request (docs/guide/producer.md "Where we differ from the Java client"). Errors:
+``transaction_retry_backoff_ms``, as every coordinator request (docs/guide/producer.md "Where we differ
+from the Java client"). Errors:
 ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID make the transaction abortable
 (CommitFailedError); GROUP_AUTHORIZATION_FAILED too (GroupAuthorizationError, as the Java client);
 INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fence the producer.
