@@ -424,9 +424,12 @@ class TransactionCoordinator:
                      next_producer_id: int) -> None:
         """Move to PrepareCommit/PrepareAbort and write the markers now unless they are held."""
         now = self._now()
-        if bump:
+        if bump and md.producer_epoch < MAX_EPOCH:
             md.last_producer_epoch = md.producer_epoch
             md.producer_epoch += 1
+        # else, at Short.MAX_VALUE (a TV2 client handed the last epoch by a retried EndTxn after the
+        # coordinator's own abort): the markers carry that epoch - no higher one exists - and the
+        # producer id rotates (next_producer_id, as the epoch is exhausted)
         md.prev_producer_id = md.producer_id
         md.marker_producer_id = md.producer_id
         md.marker_producer_epoch = md.producer_epoch
@@ -452,7 +455,7 @@ class TransactionCoordinator:
         """
         # The broker passes through PrepareEpochFence here without ever persisting it; so does this.
         old_epoch = md.producer_epoch
-        md.producer_epoch = old_epoch + 1
+        md.producer_epoch = min(old_epoch + 1, MAX_EPOCH)  # the broker cannot fence past Short.MAX_VALUE
         md.last_producer_epoch = old_epoch if tv2 else NO_PRODUCER_EPOCH
         self._prepare_end(md, commit=False, bump=False, no_partition_added=False,
                           next_producer_id=NO_PRODUCER_ID)
