@@ -35,22 +35,32 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-# The suite runs twice: all of it on the compiled path, then the producer, consumer, batching and codec
+# The suite runs twice: all of it on the compiled path, and the producer, consumer, batching and codec
 # tests on the pure-Python reference path (the record encoders' property tests cover both in either
-# run). Both runs are parallel (pytest-xdist): the tests mostly wait on sockets and subprocesses, so
-# WORKERS=4 on two CPUs pays; a module's tests share a worker (--dist loadscope), and the slow modules
-# start first (tests/conftest.py). The tiers are named in tests/tiers.py, for nox too. The Spark cluster
+# run). Both runs are parallel (pytest-xdist) and run at the same time: the tests mostly wait on
+# sockets and subprocesses (the first run keeps two CPUs about half busy), so WORKERS=6 on two CPUs
+# pays, and the second run's CPU fits in the first's idle time; its output is shown after the first's.
+# A module's tests share a worker (--dist loadscope), and the slow modules start first
+# (tests/conftest.py). The tiers are named in tests/tiers.py, for nox too. The Spark cluster
 # tier (marker spark_cluster: a standalone cluster, about 2 minutes and 3 GiB) runs its MockCluster
 # scenario in the first run; its real-broker scenario runs with
 # `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (docs/contributing.md "Real-broker tests").
-WORKERS ?= 4
+WORKERS ?= 6
+PURE_WORKERS ?= 2
 PARALLEL := -n $(WORKERS) $(shell $(PYTHON) -m tests.tiers parallel)
+PURE_PARALLEL := -n $(PURE_WORKERS) $(shell $(PYTHON) -m tests.tiers parallel)
 PURE_TESTS := $(shell $(PYTHON) -m tests.tiers pure)
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
-	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "$(shell $(PYTHON) -m tests.tiers markers)"
-	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PARALLEL) $(PURE_TESTS)
+	@pure_log=$$(mktemp); \
+	echo "TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) (beside the next run)"; \
+	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) >"$$pure_log" 2>&1 & pure=$$!; \
+	echo 'TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "$(shell $(PYTHON) -m tests.tiers markers)"'; \
+	TXNPRODUCER_REQUIRE_ACCEL=1 $(BIN)/pytest -q $(PARALLEL) -m "$(shell $(PYTHON) -m tests.tiers markers)"; \
+	compiled=$$?; wait $$pure; pure=$$?; \
+	echo "--- the pure-Python path's run:"; cat "$$pure_log"; rm -f "$$pure_log"; \
+	test $$compiled -eq 0 && test $$pure -eq 0
 
 # The test matrix (noxfile.py): `make test` on every supported Python (3.10-3.13), each in a virtualenv of
 # nox's (.nox/). nox looks for python3.X on PATH; pyenv's interpreters are put there when it has them.

@@ -1,8 +1,8 @@
 """Run the ``txnkafka`` test application (tests/spark/spark_app.py) against a MockCluster and
 check what a user relies on: every input row visible exactly once to a read_committed reader, and
 no transaction left open (last stable offset = high watermark). Shared by the sink's scenario
-modules (tests/spark/test_spark_sink.py, test_spark_sink_restart.py; the real-broker ones in
-tests/broker/test_spark_broker.py share the application's input and arguments).
+modules (tests/spark/test_spark_sink.py, test_spark_sink_restart_tv2.py, test_spark_sink_restart_tv1.py;
+the real-broker ones in tests/broker/test_spark_broker.py share the application's input and arguments).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Each scenario runs a real Spark application (``local[2,4]``: two task threads, a task may be
 retried) in a subprocess - ``spark_app.py`` - so that "the driver is killed" is literally true:
 the sink's fault hook SIGKILLs every process of that application at the named point, and the
-test starts it again from the same checkpoint (those scenarios: test_spark_sink_restart.py). The
-MockCluster lives in the test process. (The same scenarios on a standalone cluster with private
+test starts it again from the same checkpoint (those scenarios: test_spark_sink_restart_tv2.py and
+_tv1.py). The MockCluster lives in the test process. (The same scenarios on a standalone cluster with private
 executor directories: tests/cluster.) One application serves both tests here: a parallel run
 (``--dist loadscope``) keeps a module's tests on one worker, so it runs once.
 
