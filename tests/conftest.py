@@ -8,7 +8,9 @@ changing what another test's log capture sees.
 class's, go to one worker together, so a module fixture is built once). The scheduler hands the
 modules out in collection order, so tests marked ``slow`` (a minute or more of Spark or chaos each)
 are moved to the front: each of their modules starts at once on a worker of its own instead of
-ending the run alone.
+ending the run alone. Tests marked ``timing`` (a wall-clock bound: the asyncio loop's lag) go to the
+end, when those JVMs and the pure-Python session beside this one (Makefile) are done and the machine
+is quietest.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import structlog
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Slow tests first (a stable sort: the rest keep their order)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Slow tests first, timing tests last (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+                                 item.get_closest_marker("timing") is not None))
 
 
 @pytest.fixture(autouse=True)

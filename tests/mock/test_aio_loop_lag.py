@@ -32,6 +32,8 @@ from txnproducer.aio import AsyncTransactionalProducer
 from txnproducer.perf import mock_cluster_process
 from txnproducer.testing import MockCluster
 
+pytestmark = [pytest.mark.timing]
+
 BOUND_MS = 20.0
 RECORDS = 100_000
 PER_TXN = 10_000
