@@ -45,6 +45,13 @@ $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_inter
 # tier (marker spark_cluster: a standalone cluster, about 2 minutes and 3 GiB) runs its MockCluster
 # scenario in the first run; its real-broker scenario runs with
 # `KAFKA_HOME=... .venv/bin/pytest -m spark_cluster` (docs/contributing.md "Real-broker tests").
+# Bytecode: a machine may set PYTHONDONTWRITEBYTECODE, and then every process of the suite - xdist workers,
+# the examples and Spark's Python workers it starts - compiles the library and rewrites the test modules'
+# asserts again (pytest: about 7 of a worker's 12 s of collection). The suite writes its bytecode where
+# Python keeps it (__pycache__, ignored by git). (Not PYTHONPYCACHEPREFIX: with it, the bytecode pip and
+# the interpreter installed is ignored and every library is compiled again.)
+test test-ci-extra test-asan: export PYTHONDONTWRITEBYTECODE :=
+
 WORKERS ?= 6
 PURE_WORKERS ?= 2
 PARALLEL := -n $(WORKERS) $(shell $(PYTHON) -m tests.tiers parallel)
@@ -53,6 +60,9 @@ PURE_TESTS := $(shell $(PYTHON) -m tests.tiers pure)
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
+	@# one collection first writes the bytecode (the library's, the tests' rewritten asserts) that the
+	@# eight worker processes below would otherwise all compute at once on two CPUs
+	$(BIN)/pytest --collect-only -q -m "$(shell $(PYTHON) -m tests.tiers markers)" >/dev/null
 	@pure_log=$$(mktemp); \
 	echo "TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) (beside the next run)"; \
 	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) >"$$pure_log" 2>&1 & pure=$$!; \
