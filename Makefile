@@ -60,9 +60,6 @@ PURE_TESTS := $(shell $(PYTHON) -m tests.tiers pure)
 
 test: $(VENV)/.dev-installed $(VENV)/.accel-built
 	$(BIN)/python -c "from txnproducer._internal import accel; print('hot path:', accel.describe())"
-	@# one collection first writes the bytecode (the library's, the tests' rewritten asserts) that the
-	@# eight worker processes below would otherwise all compute at once on two CPUs
-	$(BIN)/pytest --collect-only -q -m "$(shell $(PYTHON) -m tests.tiers markers)" >/dev/null
 	@pure_log=$$(mktemp); \
 	echo "TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) (beside the next run)"; \
 	TXNPRODUCER_PURE_PYTHON=1 $(BIN)/pytest -q $(PURE_PARALLEL) $(PURE_TESTS) >"$$pure_log" 2>&1 & pure=$$!; \
