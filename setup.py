@@ -21,6 +21,7 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
     ext_modules.append(Extension(
         "txnproducer._internal.accel._speedups",
         sources=["txnproducer/_internal/accel/_speedups.c"],
+        depends=["txnproducer/_internal/accel/crc32c.h"],
         extra_compile_args=flags,
         optional=True,  # no compiler: install the pure-Python package all the same
     ))
@@ -28,6 +29,7 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
     ext_modules.append(Extension(
         "txnproducer._internal.accel._decode",
         sources=["txnproducer/_internal/accel/_decode.c"],
+        depends=["txnproducer/_internal/accel/crc32c.h"],
         extra_compile_args=flags,
         optional=True,
     ))
