@@ -35,6 +35,7 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -259,20 +260,26 @@ def create_topic(rec: Recorder, name: str, partitions: int) -> None:
         "create a fresh topic",
         setup=True,
     )
-    for _ in range(100):  # until every partition has a leader (not recorded: timing noise)
-        meta = rec.client.send(metadata_request([name]))
-        parts = meta.topics[0].partitions
-        if len(parts) == partitions and all(p.leader_id >= 0 for p in parts):
-            break
-        time.sleep(0.1)
-    else:
-        raise RuntimeError(f"{name} has no leaders")
+
+    def led() -> bool:
+        parts = rec.client.send(metadata_request([name])).topics[0].partitions
+        return len(parts) == partitions and all(p.leader_id >= 0 for p in parts)
+
+    until(led, f"every partition of {name} has a leader")
     ready = fetch_request(12, name, None, [(p, 0) for p in range(partitions)], session_id=0, epoch=-1)
-    for _ in range(100):  # until every partition answers a fetch (not recorded)
-        if all(p.error_code == 0 for t in rec.client.send(ready).responses for p in t.partitions):
+    until(lambda: all(p.error_code == 0 for t in rec.client.send(ready).responses for p in t.partitions),
+          f"every partition of {name} answers a fetch")
+
+
+def until(check: Callable[[], bool], what: str, attempts: int = 100) -> None:
+    """Ask the broker again, 0.1 s apart, until ``check()`` holds: a fresh topic's leaders, a restarted
+    node's partitions, a new node's group coordinator. A real broker offers no event to wait on, and
+    these answers are not recorded (timing noise). RuntimeError naming ``what`` when it never does."""
+    for _ in range(attempts):
+        if check():
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{name} is not readable")
+    raise RuntimeError(f"the broker never reached this: {what}")
 
 
 def metadata_request(topics: list[str]) -> Any:
@@ -390,11 +397,8 @@ def read_offsets(broker: Broker, run: str) -> None:
     broker.launch()
     broker.wait_ready()
     rec.reconnect()
-    for _ in range(100):  # until the partitions have their leader back (not recorded)
-        meta = rec.client.send(metadata_request([a, b]))
-        if all(p.leader_id >= 0 for t in meta.topics for p in t.partitions):
-            break
-        time.sleep(0.1)
+    until(lambda: all(p.leader_id >= 0 for t in rec.client.send(metadata_request([a, b])).topics
+                      for p in t.partitions), "the partitions have their leader back after the restart")
     epoch = leader_epoch(rec, a, "the leader epoch after the restart")
     list_offsets(rec, a, -2, "EARLIEST after the restart: the first cached epoch")
     list_offsets(rec, a, -1, "LATEST after the restart: the current epoch")
@@ -537,10 +541,10 @@ def classic_group(broker: Broker, run: str) -> None:
     topic = f"conformance-classic-group-{run}"
     group, static_group = f"conformance-classic-group-{run}", f"conformance-classic-group-static-{run}"
     create_topic(rec, topic, 2)
-    # until the group coordinator runs on the fresh node (__consumer_offsets created and its shards loaded:
-    # before, FindCoordinator answers COORDINATOR_NOT_AVAILABLE and the group requests NOT_COORDINATOR or
-    # COORDINATOR_LOAD_IN_PROGRESS); not recorded: timing noise
-    for _ in range(600):
+    # the group coordinator runs on the fresh node once __consumer_offsets is created and its shards
+    # loaded: before, FindCoordinator answers COORDINATOR_NOT_AVAILABLE and the group requests
+    # NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS
+    def coordinating() -> bool:
         found = rec.client.send(FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group, static_group]))
         probes = [
             rec.client.send(
@@ -548,13 +552,11 @@ def classic_group(broker: Broker, run: str) -> None:
             )
             for g in (group, static_group)
         ]
-        if all(c.error_code == 0 for c in found.coordinators) and all(
+        return all(c.error_code == 0 for c in found.coordinators) and all(
             p.error_code not in (14, 15, 16) for p in probes
-        ):
-            break
-        time.sleep(0.1)
-    else:
-        raise RuntimeError("the group coordinator did not start")
+        )
+
+    until(coordinating, "the group coordinator runs", attempts=600)
     rec.send(FindCoordinatorRequest[6](key_type=0, coordinator_keys=[group]), "the group's coordinator")
     subscription = encode_subscription([topic])
     protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription)]
