@@ -8,15 +8,20 @@ with the transaction version to run a test on both paths::
 
 ``wire`` opens raw protocol connections (``txnproducer.testing.wire_client.WireClient``) to a broker by id and
 closes them after the test.
+
+``consumers`` makes ``TransactionalConsumer``s on ``mock_cluster`` with short bounds (keyword settings
+override them) and closes them after the test.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tests._support.secrets_scan import debug_everywhere  # noqa: F401  (a fixture for the secrets scans)
+from txnproducer import TransactionalConsumer
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient
@@ -31,6 +36,28 @@ def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def consumers(mock_cluster: MockCluster) -> Iterator[Callable[..., TransactionalConsumer]]:
+    made: list[TransactionalConsumer] = []
+
+    def make(**settings: Any) -> TransactionalConsumer:
+        settings = {
+            "bootstrap_servers": mock_cluster.bootstrap_servers,
+            "auto_offset_reset": "earliest",
+            "request_timeout_ms": 5_000,
+            "default_api_timeout_ms": 10_000,
+            "fetch_max_wait_ms": 100,
+            **settings,
+        }
+        consumer = TransactionalConsumer(**settings)
+        made.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in made:
+        consumer.close(timeout=5)
 
 
 @pytest.fixture(params=["direct", "kafka-python"])

@@ -9,7 +9,6 @@ Each test runs on the consumer's own plaintext connections and on kafka-python's
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,28 +27,6 @@ from txnproducer.testing import MockCluster
 from txnproducer.testing.fetch_sessions import FetchSessions
 
 TOPIC = "in"
-
-
-@pytest.fixture
-def consumers(mock_cluster: MockCluster) -> Iterator[Any]:
-    made: list[TransactionalConsumer] = []
-
-    def make(**settings: Any) -> TransactionalConsumer:
-        settings = {
-            "bootstrap_servers": mock_cluster.bootstrap_servers,
-            "auto_offset_reset": "earliest",
-            "request_timeout_ms": 5_000,
-            "default_api_timeout_ms": 10_000,
-            "fetch_max_wait_ms": 100,
-            **settings,
-        }
-        consumer = TransactionalConsumer(**settings)
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close(timeout=5)
 
 
 def _producer(cluster: MockCluster, txn_id: str, **settings: Any) -> TransactionalProducer:

@@ -5,7 +5,6 @@ paths.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,27 +20,6 @@ from txnproducer._internal.protocol import error_codes as ec
 from txnproducer.testing import MockCluster
 
 TOPIC = "in"
-
-
-@pytest.fixture
-def consumers(mock_cluster: MockCluster) -> Iterator[Any]:
-    made: list[TransactionalConsumer] = []
-
-    def make(**settings: Any) -> TransactionalConsumer:
-        consumer = TransactionalConsumer(
-            bootstrap_servers=mock_cluster.bootstrap_servers,
-            auto_offset_reset="earliest",
-            request_timeout_ms=5_000,
-            default_api_timeout_ms=10_000,
-            fetch_max_wait_ms=100,
-            **settings,
-        )
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close(timeout=5)
 
 
 def _write(cluster: MockCluster, values: list[bytes], partition: int = 0) -> None:

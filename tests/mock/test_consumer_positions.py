@@ -10,37 +10,14 @@ checks from the request log that the race it stages did happen. The file runs on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kafka.structs import OffsetAndMetadata
 
 from txnproducer import TopicPartition, TransactionalConsumer, TransactionalProducer
 from txnproducer.testing import MockCluster
 
 TOPIC = "in"
-
-
-@pytest.fixture
-def consumers(mock_cluster: MockCluster) -> Iterator[Any]:
-    made: list[TransactionalConsumer] = []
-
-    def make(**settings: Any) -> TransactionalConsumer:
-        consumer = TransactionalConsumer(
-            bootstrap_servers=mock_cluster.bootstrap_servers,
-            auto_offset_reset="earliest",
-            request_timeout_ms=5_000,
-            default_api_timeout_ms=10_000,
-            fetch_max_wait_ms=100,
-            **settings,
-        )
-        made.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in made:
-        consumer.close(timeout=5)
 
 
 def _write(cluster: MockCluster, txn_id: str, values: list[bytes], partition: int = 0) -> None:
