@@ -107,6 +107,8 @@ class NetworkClient:
         self._bootstrap_started = False
         self._api_versions_version = _API_VERSIONS_VERSION
         self._closed = False
+        # a wake-up is written and the poll has not returned since (see wakeup())
+        self._wake_pending = False
         self._log = get_logger("txnproducer.network")
         self.cluster.add_listener(self._on_metadata)
 
@@ -167,8 +169,17 @@ class NetworkClient:
     # -- any thread ----------------------------------------------------------------------------
 
     def wakeup(self) -> None:
-        """Interrupt the Sender's network poll (cheap; safe from any thread)."""
-        self._client.wakeup()
+        """Interrupt the Sender's network poll (cheap; safe from any thread).
+
+        A wake-up written since the poll last returned is not written again: a one-record
+        transaction wakes the Sender twice (its first record, then the commit) before it runs
+        on a busy CPU, and each write is a system call. Safe because the flag is cleared only
+        after the poll returns, which is after the wake-up socket was drained and before the
+        Sender looks at what there is to do: a caller that skips the write made its change
+        before that look."""
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._client.wakeup()
 
     @property
     def features(self) -> BrokerFeatures | None:
@@ -536,10 +547,13 @@ class NetworkClient:
         self._direct.poll(timeout_s, self._kafka_poll)
 
     def _kafka_poll(self, timeout_ms: float) -> None:
-        if self._lean_poll:
-            lean_poll(self._client._net, timeout_ms / 1000, self._full_poll)
-        else:
-            self._full_poll(timeout_ms)
+        try:
+            if self._lean_poll:
+                lean_poll(self._client._net, timeout_ms / 1000, self._full_poll)
+            else:
+                self._full_poll(timeout_ms)
+        finally:
+            self._wake_pending = False  # after the drain, before the caller's next look (wakeup())
 
     def _full_poll(self, timeout_ms: float) -> None:
         self._client.poll(timeout_ms=timeout_ms)
