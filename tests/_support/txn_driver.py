@@ -16,7 +16,6 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from kafka.protocol.producer.transaction import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
-    EndTxnRequest,
     EndTxnResponse,
     InitProducerIdResponse,
     TxnOffsetCommitResponse,
@@ -24,6 +23,7 @@ from kafka.protocol.producer.transaction import (
 from kafka.structs import TopicPartition
 
 from txnproducer._internal.metrics import ProducerMetrics
+from txnproducer._internal.protocol.end_txn import EndTxnRequestData
 from txnproducer._internal.txn.handler import TxnRequestHandler
 from txnproducer._internal.txn.manager import TransactionManager
 from txnproducer._internal.txn.state import State
@@ -173,7 +173,7 @@ def produce_ok(tm: TransactionManager, tp: TopicPartition, records: int = 3, bas
 def commit(tm: TransactionManager, response: Any) -> None:
     result = tm.begin_commit()
     handler = take(tm)
-    assert isinstance(handler.request, EndTxnRequest) and handler.request.committed
+    assert isinstance(handler.request, EndTxnRequestData) and handler.request.committed
     handler.handle_response(response)
     result.wait(1.0)
 

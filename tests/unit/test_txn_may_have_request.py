@@ -7,9 +7,10 @@ Sender through a state (``tests/_support/txn_driver.py``) and checks both answer
 
 from __future__ import annotations
 
-from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest
+from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest
 
 from tests._support import txn_driver as drv
+from txnproducer._internal.protocol.end_txn import EndTxnRequestData
 
 
 def test_false_only_when_next_request_has_nothing() -> None:
@@ -37,7 +38,7 @@ def test_end_txn_waits_for_incomplete_batches() -> None:
     assert tm.next_request(True) is None
     assert tm.may_have_request(False)
     handler = tm.next_request(False)
-    assert handler is not None and isinstance(handler.request, EndTxnRequest)
+    assert handler is not None and isinstance(handler.request, EndTxnRequestData)
 
 
 def test_new_partition_under_tv1_is_a_request() -> None:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import pytest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
-from kafka.protocol.producer.transaction import (
-    EndTxnRequest,
-)
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata
 from structlog.testing import capture_logs
 
 from tests._support import txn_driver as drv
 from txnproducer._internal import metrics as m
+from txnproducer._internal.protocol.end_txn import EndTxnRequestData
 from txnproducer._internal.txn.state import State
 
 # --- TV2 transactions ----------------------------------------------------------------------------
@@ -117,7 +115,7 @@ def test_tv2_send_offsets_goes_straight_to_txn_offset_commit_v5() -> None:
     drv.take(tm2).handle_response(drv.find_coordinator_ok("g1"))
     drv.take(tm2).handle_response(drv.txn_offset_commit({drv.TP0: 0}))
     tm2.begin_commit()
-    assert isinstance(drv.take(tm2).request, EndTxnRequest)
+    assert isinstance(drv.take(tm2).request, EndTxnRequestData)
 
 
 def test_tv2_end_txn_retry_after_network_error_repeats_pre_bump_epoch() -> None:

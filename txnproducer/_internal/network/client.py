@@ -468,6 +468,9 @@ class NetworkClient:
         group's JoinGroup); None: ``request_timeout_ms``."""
         if self._direct_io and direct:
             return self._direct.send(node, request, timeout_s)
+        to_kafka_python = getattr(request, "to_kafka_python", None)
+        if to_kafka_python is not None:  # our codec's request (EndTxn): kafka-python's own class there
+            request = to_kafka_python()
         try:
             if timeout_s is None:
                 future = self._client.send(node, request)

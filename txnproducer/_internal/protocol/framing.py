@@ -4,8 +4,9 @@ Why: kafka-python writes and reads the request/response header with its generic 
 (``ApiHeader.encode`` / ``decode`` through ``DataContainer``). For the small transactional
 requests that is most of the cost of a request (profiles in ``benchmarks/README.md``). A header
 is four fixed fields and, for flexible versions, an empty tagged-field section, so it is written
-and read here with ``struct``; the request and response bodies stay kafka-python's (and our
-Produce codec's).
+and read here with ``struct``; the request and response bodies stay kafka-python's, except those
+of our own codecs: Produce's (which frames itself) and EndTxn's (:mod:`.end_txn`, whose body is
+framed here).
 
 ``tests/unit/test_framing.py`` checks that the frames are byte-identical to kafka-python's
 ``encode(framed=True, header=True)`` and that the answers decode to the same values.
@@ -23,6 +24,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.frame import KafkaBytes
 
+from .end_txn import EndTxnRequestData
 from .primitives import skip_tagged_fields, string16
 
 __all__ = ["RequestFramer", "read_response_header"]
@@ -30,6 +32,8 @@ __all__ = ["RequestFramer", "read_response_header"]
 _API_VERSIONS = 18
 _FRAME_AND_HEADER = struct.Struct(">ihhi")  # frame size, api key, api version, correlation id
 _I32 = struct.Struct(">i")
+# requests whose body is encoded by our own codec (``encode_body``; ``response_type`` decodes the answer)
+_OWN_BODY: frozenset[type] = frozenset({EndTxnRequestData})
 
 
 class RequestFramer:
@@ -45,6 +49,13 @@ class RequestFramer:
     def frame(self, request: Any, correlation_id: int) -> tuple[bytes, Any, bool | None]:
         """The framed request, its response class, and whether the response header is flexible
         (None: the response class parses its own header)."""
+        if type(request) in _OWN_BODY:
+            flexible = request.flexible
+            body = request.encode_body()
+            tail = self._tails[flexible]
+            head = _FRAME_AND_HEADER.pack(8 + len(tail) + len(body), request.API_KEY, request.API_VERSION,
+                                          correlation_id)
+            return b"".join((head, tail, body)), request.response_type, flexible
         if not isinstance(request, ApiMessage) or request.API_KEY == _API_VERSIONS:
             request.with_header(correlation_id=correlation_id, client_id=self._client_id)
             data = request.encode(framed=True, header=True)

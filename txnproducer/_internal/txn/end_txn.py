@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.producer.transaction import EndTxnRequest
-
 from txnproducer import errors
+from txnproducer._internal.protocol.end_txn import EndTxnRequestData
 from txnproducer._internal.protocol.error_codes import (
     INVALID_PRODUCER_EPOCH,
     INVALID_PRODUCER_ID_MAPPING,
@@ -30,9 +29,11 @@ from txnproducer._internal.txn.handler import Priority, TxnContext, TxnRequestHa
 from txnproducer._internal.txn.result import TransactionalRequestResult
 
 
-def _end_txn_request(tm: TxnContext, version: int, producer_id: int, epoch: int, committed: bool) -> Any:
-    """EndTxn for (producer id, epoch): the producer's own transaction or a recorded prepared one."""
-    return EndTxnRequest(
+def _end_txn_request(tm: TxnContext, version: int, producer_id: int, epoch: int,
+                     committed: bool) -> EndTxnRequestData:
+    """EndTxn for (producer id, epoch): the producer's own transaction or a recorded prepared one
+    (our codec's request: ``protocol/end_txn.py``)."""
+    return EndTxnRequestData(
         version=version,
         transactional_id=tm.transactional_id,
         producer_id=producer_id,
@@ -60,8 +61,8 @@ class EndTxnHandler(TxnRequestHandler):
         self.prepared: tuple[int, int] | None = tm.prepared_identity()
 
     def build_request(self) -> Any:
-        return _end_txn_request(self._tm, self.version(EndTxnRequest), self.producer_id, self.producer_epoch,
-                                self.committed)
+        return _end_txn_request(self._tm, self.version(EndTxnRequestData), self.producer_id,
+                                self.producer_epoch, self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
@@ -155,8 +156,8 @@ class CompletePreparedHandler(TxnRequestHandler):
         self.committed = committed
 
     def build_request(self) -> Any:
-        return _end_txn_request(self._tm, self.version(EndTxnRequest), self.producer_id, self.producer_epoch,
-                                self.committed)
+        return _end_txn_request(self._tm, self.version(EndTxnRequestData), self.producer_id,
+                                self.producer_epoch, self.committed)
 
     def on_response(self, response: Any) -> None:
         code = int(response.error_code)
