@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import pytest
 
-from txnproducer._internal import sender as sender_module
+from txnproducer._internal import produce_errors
 from txnproducer._internal.sender import Sender
 from txnproducer._internal.txn.manager import TransactionManager
 
@@ -80,7 +80,7 @@ def _drop_retry(mp: pytest.MonkeyPatch) -> None:
 
     def retry_or_fail(self: Sender, batch: Any, code: int, message: str | None, record_errors: Any,
                       *args: Any, **kwargs: Any) -> None:
-        if batch.final_state is None and code in sender_module._RETRIABLE:
+        if batch.final_state is None and code in produce_errors.RETRIABLE:
             _fired("drop_retry")
             self._complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
             return

@@ -9,6 +9,7 @@ transaction).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -447,3 +448,22 @@ def test_consume_transform_produce_commits_offsets_with_the_output(
     assert seen == [b"%d" % i for i in range(10)]
     assert committed_values(mock_cluster, "eos-out", 0) == seen
     assert mock_cluster.committed_offsets("eos-group")[("eos-in", 0)] == 10
+
+
+@pytest.mark.parametrize("mock_cluster", [2], indirect=True, ids=["tv2"])
+def test_debug_logging_shows_each_state_change_and_coordinator_request(
+        mock_cluster: MockCluster, make_producer: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """The hot path skips building debug events while debug is off; turned on, they are all there."""
+    mock_cluster.create_topic("orders", partitions=1)
+    producer = make_producer()
+    producer.init_transactions()
+    with caplog.at_level(logging.DEBUG, logger="txnproducer"):
+        producer.begin_transaction()
+        producer.send("orders", b"v")
+        producer.commit_transaction()
+    lines = [record.getMessage() for record in caplog.records]
+    for source, target in (("READY", "IN_TRANSACTION"), ("IN_TRANSACTION", "COMMITTING_TRANSACTION"),
+                           ("COMMITTING_TRANSACTION", "READY")):
+        assert any("event='txn.state_transition'" in line and f"source='{source}'" in line
+                   and f"target='{target}'" in line for line in lines), (source, target)
+    assert any("event='txn.request_sent'" in line and "api='EndTxnRequestData'" in line for line in lines)

@@ -70,6 +70,8 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.log",
     )),
+    # what a Produce answer's error code means: a table over the protocol's codes
+    ("txnproducer._internal.produce_errors", ("txnproducer.errors", "txnproducer._internal.protocol")),
     ("txnproducer._internal.overdue", (
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.protocol",
         "txnproducer._internal.log",
@@ -78,7 +80,7 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
         "txnproducer._internal.log", "txnproducer._internal.metrics", "txnproducer._internal.overdue",
-        "txnproducer._internal.listeners",
+        "txnproducer._internal.listeners", "txnproducer._internal.produce_errors",
     )),
     # OpenTelemetry: told by the producer's parts through their hooks, never importing the producer
     ("txnproducer.otel", (

@@ -36,6 +36,15 @@ def get_logger(name: str) -> Any:
     ))
 
 
+def debug_enabled(logger: Any) -> bool:
+    """Whether ``logger`` would render a debug event: lets a path run on every transaction skip
+    building the event's fields, so that a disabled event costs this one check. A logger of an
+    application that configured structlog itself is always asked (its pipeline decides)."""
+    if type(logger) is _LevelGated:
+        return logger._std.isEnabledFor(logging.DEBUG)
+    return True
+
+
 def _gated(level: int, name: str) -> Callable[..., None]:
     """A logger method that asks the stdlib logger's level before structlog renders anything."""
 

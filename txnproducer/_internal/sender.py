@@ -32,10 +32,11 @@ from txnproducer import errors
 from txnproducer._internal.batching.accumulator import RecordAccumulator, encoding_error
 from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.listeners import Listeners
-from txnproducer._internal.log import get_logger
+from txnproducer._internal.log import debug_enabled, get_logger
 from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.overdue import OverdueWatch
+from txnproducer._internal.produce_errors import LEADER_HINT_CODES, RETRIABLE, STALE_METADATA, produce_error
 from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.error_codes import (
     DUPLICATE_SEQUENCE_NUMBER,
@@ -48,65 +49,18 @@ from txnproducer._internal.protocol.produce_request import ProduceRequestData, R
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
 from txnproducer._internal.txn.error_policy import as_abortable_produce_error
+from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 
-__all__ = ["Sender", "produce_error"]
+__all__ = ["Sender"]
 
 
 def _no_poll(_timeout_s: float) -> None:
     """Stands in for the network poll where polling is not allowed (inside a poll callback)."""
 
-# Errors after which the same bytes may be sent again (same producer id/epoch/sequence).
-_RETRIABLE = frozenset({
-    ec.CORRUPT_MESSAGE,  # in transit
-    ec.UNKNOWN_TOPIC_OR_PARTITION,
-    ec.LEADER_NOT_AVAILABLE,
-    ec.NOT_LEADER_OR_FOLLOWER,
-    ec.REQUEST_TIMED_OUT,
-    ec.NETWORK_EXCEPTION,
-    ec.NOT_ENOUGH_REPLICAS,
-    ec.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ec.KAFKA_STORAGE_ERROR,
-    ec.FENCED_LEADER_EPOCH,
-    ec.UNKNOWN_TOPIC_ID,
-})
-# Answers that may carry the current leader (KIP-951, Produce v10+).
-_LEADER_HINT_CODES = frozenset({ec.NOT_LEADER_OR_FOLLOWER, ec.FENCED_LEADER_EPOCH})
-# ...of which these mean our leader information is stale.
-_STALE_METADATA = frozenset({
-    ec.UNKNOWN_TOPIC_OR_PARTITION,
-    ec.LEADER_NOT_AVAILABLE,
-    ec.NOT_LEADER_OR_FOLLOWER,
-    ec.KAFKA_STORAGE_ERROR,
-    ec.FENCED_LEADER_EPOCH,
-    ec.UNKNOWN_TOPIC_ID,
-})
-
-# Produce codes with a class of their own. Not INVALID_TXN_STATE: on a Produce it makes the transaction
-# abortable (as in Java), and InvalidTxnStateError is a FatalError, which would tell the record's owner to
-# close the producer; the code gets ProduceRejectedError, which names it.
-_ERROR_CLASSES: dict[int, type[errors.TxnProducerError]] = {
-    ec.MESSAGE_TOO_LARGE: errors.RecordTooLargeError,
-    ec.RECORD_LIST_TOO_LARGE: errors.RecordTooLargeError,
-    ec.TOPIC_AUTHORIZATION_FAILED: errors.TopicAuthorizationError,
-    ec.OUT_OF_ORDER_SEQUENCE_NUMBER: errors.OutOfOrderSequenceError,
-    ec.INVALID_PRODUCER_EPOCH: errors.InvalidProducerEpochError,
-    ec.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: errors.TransactionalIdAuthorizationError,
-    ec.CLUSTER_AUTHORIZATION_FAILED: errors.ClusterAuthorizationError,
-    ec.INVALID_PRODUCER_ID_MAPPING: errors.InvalidProducerIdMappingError,
-    ec.UNKNOWN_PRODUCER_ID: errors.UnknownProducerIdError,
-    ec.PRODUCER_FENCED: errors.ProducerFencedError,
-    ec.TRANSACTION_ABORTABLE: errors.TransactionAbortableError,
-}
-
-
-def produce_error(code: int, message: str | None = None) -> errors.TxnProducerError:
-    """The exception for a Produce partition error code (names as in Kafka's ``Errors``)."""
-    name = ec.error_name(code)
-    text = f"Produce failed: {name} (error code {code})" + (f": {message}" if message else "")
-    # a code without its own class: the batch failed for good and the transaction cannot commit
-    cls = _ERROR_CLASSES.get(code, errors.ProduceRejectedError)
-    return cls(text, error_code=code)
+# the states run_once() checks on every iteration, as module constants (no attribute lookups)
+_FATAL_ERROR = State.FATAL_ERROR
+_ABORTABLE_ERROR = State.ABORTABLE_ERROR
 
 
 class Sender(threading.Thread):
@@ -126,6 +80,7 @@ class Sender(threading.Thread):
         self._force_close = False
         self._cond = threading.Condition()
         self._tv_applied: int | None = None
+        self._features_seen: Any = None  # the broker features _apply_transaction_version last read
         # what ended the loop; a plain attribute, as send() reads it on every record
         self.crashed: BaseException | None = None
         # called once if the thread dies (the producer's compiled send path stops taking records)
@@ -248,13 +203,14 @@ class Sender(threading.Thread):
         if not self._apply_transaction_version():
             net.poll(self._idle_poll_s)
             return
-        if tm.has_fatal_error():
+        state = tm.state  # read once: the checks below are the state's, as of this iteration
+        if state is _FATAL_ERROR:
             exc = tm.last_error or errors.FatalError("producer is in a fatal error state")
             if self._acc.has_incomplete():
                 self._acc.abort_incomplete(exc)
             net.poll(self._max_poll_s)
             return
-        if tm.has_abortable_error():
+        if state is _ABORTABLE_ERROR:
             self._acc.abort_undrained(tm.last_error or errors.TransactionAbortedError(
                 "the transaction is aborting; record not sent"))
         if self._maybe_send_transactional_request():
@@ -280,8 +236,11 @@ class Sender(threading.Thread):
     def _apply_transaction_version(self) -> bool:
         """Hand the broker's transaction version to the TM, only between transactions."""
         features = self._net.features
+        if features is self._features_seen:  # nearly every iteration: nothing new
+            return self._tv_applied is not None
         if features is None:
             return self._tv_applied is not None
+        self._features_seen = features
         tv = features.effective_transaction_version
         if tv != self._tv_applied:
             # the TM defers a change until no transaction is open
@@ -358,7 +317,8 @@ class Sender(threading.Thread):
         future = net.send(node, handler.request)
         tm.in_flight_started(handler)
         self._overdue.coordinator_request_sent(handler, node, time.monotonic())
-        self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
+        if debug_enabled(self._log):
+            self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
         if self.telemetry is not None:  # its callbacks on the future run before the handler's
             self.telemetry.coordinator_request(handler, node, future)
         future.add_callback(handler.handle_response)
@@ -462,7 +422,7 @@ class Sender(threading.Thread):
             if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
                 self._complete(batch, part.base_offset, part.log_append_time_ms)
                 continue
-            moved = (part.current_leader is not None and code in _LEADER_HINT_CODES
+            moved = (part.current_leader is not None and code in LEADER_HINT_CODES
                      and self._follow_leader_hint(batch.tp, node, part.current_leader, response))
             self._retry_or_fail(batch, code, part.error_message, part.record_errors,
                                 part.log_start_offset, leader_moved=moved)
@@ -514,7 +474,7 @@ class Sender(threading.Thread):
         retry = False
         if same_producer and within_time and batch.attempts <= self._config.retries \
                 and not tm.has_fatal_error():
-            retry = code in _RETRIABLE or bool(tm.can_retry(
+            retry = code in RETRIABLE or bool(tm.can_retry(
                 batch.tp, code, batch.producer_epoch, batch.base_sequence,
                 log_start_offset=log_start_offset, sequence_reset=batch.sequence_reset))
             if retry and code == UNKNOWN_PRODUCER_ID and not batch.sequence_reset \
@@ -533,7 +493,7 @@ class Sender(threading.Thread):
                         records=batch.record_count, base_sequence=batch.base_sequence)
             return
         if retry:
-            if code in _STALE_METADATA:
+            if code in STALE_METADATA:
                 self._net.request_metadata_update()
             if self._metrics is not None:
                 self._metrics.record_retry(batch.record_count)

@@ -21,6 +21,7 @@ import structlog
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
+from txnproducer._internal.log import debug_enabled
 from txnproducer._internal.metrics import ProducerMetrics
 from txnproducer._internal.txn.error_policy import fenced_error, reraisable
 from txnproducer._internal.txn.observer import TransitionObserver
@@ -277,7 +278,7 @@ class TxnCore:
             self.log(
                 "warning", "txn.state_transition", source=source.name, target=target.name, error=repr(error)
             )
-        else:
+        elif debug_enabled(self._logger):
             self.log("debug", "txn.state_transition", source=source.name, target=target.name)
 
     def _cached_result(self, next_state: State, call: str) -> TransactionalRequestResult | None:

@@ -30,6 +30,11 @@ class State(enum.Enum):
     FATAL_ERROR = "FATAL_ERROR"
     PREPARED_TRANSACTION = "PREPARED_TRANSACTION"
 
+    # Members are singletons, so identity is equality: hash them by identity, in C. Enum's own
+    # __hash__ is a Python function (hash of the name), called by every lookup of a state in the
+    # transition table and the state sets - several per transaction.
+    __hash__ = object.__hash__
+
 
 _S = State
 
