@@ -12,11 +12,13 @@ import pytest
 from kafka.protocol.producer.transaction import (
     AddPartitionsToTxnRequest,
     InitProducerIdRequest,
+    TxnOffsetCommitRequest,
 )
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from tests._support import txn_driver as drv
 from txnproducer import errors
+from txnproducer._internal.protocol.end_txn import EndTxnRequestData
 from txnproducer._internal.txn.state import State
 
 # --- retries, version switches, abort clean-up ---------------------------------------------------
@@ -162,3 +164,33 @@ def test_bad_offsets_are_rejected_in_the_calling_thread() -> None:
     assert handler.request.topics[0].partitions[0].committed_offset == 9
     handler.handle_response(drv.txn_offset_commit({drv.TP0: 0}))
     result.wait(1.0)
+
+
+def test_broker_versions_are_checked_once_per_announcement_and_again_when_announced_again() -> None:
+    """The TV2 version check runs at the first point between transactions after the Sender announces
+    the broker's features; it is not repeated at every transaction (the Sender announces again
+    whenever the features change)."""
+    caps = {TxnOffsetCommitRequest.API_KEY: 5, EndTxnRequestData.API_KEY: 5}
+    asked: list[int] = []
+
+    def max_versions(api_key: int) -> int | None:
+        asked.append(api_key)
+        return caps.get(api_key)
+
+    tm, _, _ = drv.initialized(2, max_versions=max_versions)
+    assert tm.transaction_version == 2
+    asked.clear()
+    epoch = 0
+    for _ in range(3):
+        tm.begin_transaction()
+        tm.maybe_add_partition(drv.TP0)
+        epoch += 1
+        drv.commit(tm, drv.end_txn(producer_id=7, epoch=epoch))
+    assert TxnOffsetCommitRequest.API_KEY not in asked  # not looked up again per transaction
+    caps[TxnOffsetCommitRequest.API_KEY] = 3  # a broker without TxnOffsetCommit v5 now
+    tm.begin_transaction()
+    tm.maybe_add_partition(drv.TP0)
+    tm.set_transaction_version(2)  # the Sender announces the new features mid-transaction
+    assert tm.transaction_version == 2  # the open transaction keeps its version
+    drv.commit(tm, drv.end_txn(producer_id=7, epoch=epoch + 1))
+    assert tm.transaction_version == 1  # checked once the transaction ended

@@ -242,9 +242,10 @@ class Sender(threading.Thread):
             return self._tv_applied is not None
         self._features_seen = features
         tv = features.effective_transaction_version
+        # the TM defers a change until no transaction is open, and checks the versions these
+        # features name once (they may have changed without the transaction version)
+        self._tm.set_transaction_version(tv)
         if tv != self._tv_applied:
-            # the TM defers a change until no transaction is open
-            self._tm.set_transaction_version(tv)
             with self._cond:
                 if self._tv_applied is not None:
                     self._event("info", "txn.transaction_version_changed", old=self._tv_applied, new=tv)

@@ -88,6 +88,9 @@ class TxnCore:
         self._pid = NONE_PRODUCER_ID_AND_EPOCH
         self._tv = 1
         self._tv_requested: int | None = None
+        # set by set_transaction_version(): the next point between transactions checks the broker's
+        # versions once (not at every transaction: the Sender asks again whenever they change)
+        self._tv_check_due = False
         self._closed = False
 
         self._requests = TxnRequestQueue(clock)
@@ -162,12 +165,14 @@ class TxnCore:
         """
         with self._lock:
             self._tv_requested = 2 if v >= 2 else 1
+            self._tv_check_due = True
             if self.state in (State.UNINITIALIZED, State.INITIALIZING, State.READY):
                 self._apply_requested_tv()
 
     def _apply_requested_tv(self) -> None:
-        if self._tv_requested is None:
+        if not self._tv_check_due or self._tv_requested is None:
             return
+        self._tv_check_due = False
         tv = self._tv_requested
         if tv == 2 and self._max_versions is not None:
             for api_key, needed in TV2_REQUIRED_VERSIONS.items():
