@@ -236,9 +236,7 @@ class Sender(threading.Thread):
     def _apply_transaction_version(self) -> bool:
         """Hand the broker's transaction version to the TM, only between transactions."""
         features = self._net.features
-        if features is self._features_seen:  # nearly every iteration: nothing new
-            return self._tv_applied is not None
-        if features is None:
+        if features is None or features is self._features_seen:  # nearly every iteration: nothing new
             return self._tv_applied is not None
         self._features_seen = features
         tv = features.effective_transaction_version

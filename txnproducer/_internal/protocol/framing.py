@@ -32,8 +32,6 @@ __all__ = ["RequestFramer", "read_response_header"]
 _API_VERSIONS = 18
 _FRAME_AND_HEADER = struct.Struct(">ihhi")  # frame size, api key, api version, correlation id
 _I32 = struct.Struct(">i")
-# requests whose body is encoded by our own codec (``encode_body``; ``response_type`` decodes the answer)
-_OWN_BODY: frozenset[type] = frozenset({EndTxnRequestData})
 
 
 class RequestFramer:
@@ -49,7 +47,7 @@ class RequestFramer:
     def frame(self, request: Any, correlation_id: int) -> tuple[bytes, Any, bool | None]:
         """The framed request, its response class, and whether the response header is flexible
         (None: the response class parses its own header)."""
-        if type(request) in _OWN_BODY:
+        if type(request) is EndTxnRequestData:  # our codec's body; its response_type decodes the answer
             flexible = request.flexible
             body = request.encode_body()
             tail = self._tails[flexible]
