@@ -71,6 +71,11 @@ class SecuredBench:
     def settings_file(self, listener: str) -> Path:
         return self._files[listener]
 
+    @property
+    def broker_pid(self) -> int:
+        """The broker's JVM (Kafka's start scripts ``exec`` it): for reading its CPU time."""
+        return int(self._broker.process.pid)
+
 
 @contextmanager
 def secured_kafka(kafka_home: str, root: Path) -> Iterator[SecuredBench]:
