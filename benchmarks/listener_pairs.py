@@ -57,7 +57,7 @@ class Listener:
     transactions: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    broker_cpu_s: float = 0.0
+    broker_cpu_s: float | None = None  # None: the broker's CPU was not read
 
 
 def run_block(listener: Listener, transactions: int, records_per_txn: int, payload: bytes) -> None:
@@ -90,12 +90,13 @@ def measure(targets: Mapping[str, tuple[str, Mapping[str, Any]]], records_per_tx
             run_block(listener, warmup_txns, records_per_txn, payload)
         for _ in range(blocks):
             for listener in listeners:
-                broker_before = broker_cpu() if broker_cpu else 0.0
+                broker_before = broker_cpu() if broker_cpu else None
                 cpu, start = time.process_time(), time.monotonic()
                 run_block(listener, block_txns, records_per_txn, payload)
                 wall = time.monotonic() - start
                 listener.cpu_s += time.process_time() - cpu
-                listener.broker_cpu_s += (broker_cpu() - broker_before) if broker_cpu else 0.0
+                if broker_cpu is not None and broker_before is not None:
+                    listener.broker_cpu_s = (listener.broker_cpu_s or 0.0) + broker_cpu() - broker_before
                 listener.wall_s += wall
                 listener.transactions += block_txns
                 listener.block_seconds.append(wall / block_txns)
@@ -112,6 +113,7 @@ def summary(listeners: list[Listener], records_per_txn: int) -> list[dict[str, A
     rows = []
     for listener in listeners:
         n = listener.transactions
+        broker = listener.broker_cpu_s
         paired = [ref / own for ref, own in zip(reference.block_seconds, listener.block_seconds, strict=True)]
         rows.append({
             "listener": listener.name,
@@ -119,7 +121,7 @@ def summary(listeners: list[Listener], records_per_txn: int) -> list[dict[str, A
             "records_per_s": n * records_per_txn / listener.wall_s,
             "wall_us_per_txn": listener.wall_s / n * 1e6,
             "client_cpu_us_per_txn": listener.cpu_s / n * 1e6,
-            "broker_cpu_us_per_txn": listener.broker_cpu_s / n * 1e6,
+            "broker_cpu_us_per_txn": None if broker is None else broker / n * 1e6,
             "ratio_whole_run": (reference.wall_s / reference.transactions) / (listener.wall_s / n),
             "ratio_median_of_blocks": statistics.median(paired),
             "ratio_range": [min(paired), max(paired)],
@@ -127,12 +129,12 @@ def summary(listeners: list[Listener], records_per_txn: int) -> list[dict[str, A
     return rows
 
 
-def table(rows: list[dict[str, Any]], broker_measured: bool) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     reference = rows[0]["listener"]
     lines = [f"| listener | records/s | us per txn | client CPU us/txn | broker CPU us/txn | records/s vs "
              f"{reference}: whole run | median of blocks (range) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        broker = f"{r['broker_cpu_us_per_txn']:,.0f}" if broker_measured else "-"
+        broker = "-" if r["broker_cpu_us_per_txn"] is None else f"{r['broker_cpu_us_per_txn']:,.0f}"
         low, high = r["ratio_range"]
         lines.append(f"| {r['listener']} | {r['records_per_s']:,.0f} | {r['wall_us_per_txn']:,.0f} | "
                      f"{r['client_cpu_us_per_txn']:,.0f} | {broker} | {r['ratio_whole_run']:.3f}x | "
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.block_txns} transactions per listener after {args.warmup_txns} of warm-up"
           + (f"; broker on CPU {args.broker_cpus}" if args.broker_cpus else "")
           + (f", this process on CPU {args.client_cpus}" if args.client_cpus else "") + "\n")
-    print(table(rows, broker_measured=True))
+    print(table(rows))
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from txnproducer.testing import MockCluster
@@ -61,9 +62,11 @@ def test_every_listener_commits_its_warmup_and_blocks_and_is_paired_with_the_fir
     assert rows[1]["ratio_range"] == pytest.approx([paired[0], paired[-1]])
     assert rows[1]["records_per_s"] == pytest.approx(6 * 7 / other.wall_s)
     assert rows[1]["broker_cpu_us_per_txn"] == pytest.approx(3 * 1.0 / 6 * 1e6)
-    text = pairs.table(rows, broker_measured=False)
+    text = pairs.table(rows)
     assert "| SASL_PLAINTEXT |" in text and "records/s vs PLAINTEXT" in text
-    assert text.splitlines()[2].split("|")[5].strip() == "-"  # no broker CPU column when not measured
+    assert text.splitlines()[3].split("|")[5].strip() == "500,000"  # (3 s / 6 transactions)
+    unread = pairs.table(pairs.summary([attrs.evolve(x, broker_cpu_s=None) for x in listeners], 7))
+    assert unread.splitlines()[2].split("|")[5].strip() == "-"  # no broker CPU when it was not read
 
 
 def test_a_process_cpu_time_grows_with_its_work() -> None:
