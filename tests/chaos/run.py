@@ -33,6 +33,7 @@ from tests._support.chaos_workload import (
 )
 from tests._support.eos_pipeline import ProcessorThreads
 from tests._support.heap_freezer import frozen_as_it_grows
+from tests._support.ports import cluster_on_reserved_ports
 from tests._support.readers import end_offsets, read_all
 from tests._support.txn_checker import Report, check
 from tests._support.txn_ledger import Ledger
@@ -182,9 +183,10 @@ class ChaosResult:
 
 def run_chaos(settings: ChaosSettings, story_dir: Path | None = None) -> ChaosResult:
     """Run the three phases on a fresh 3-broker MockCluster and judge the result (the heap the run
-    builds kept out of full collections: ``heap_freezer.py``)."""
-    with frozen_as_it_grows(), \
-            MockCluster(num_brokers=3, transaction_version=settings.transaction_version) as cluster:
+    builds kept out of full collections: ``heap_freezer.py``; the brokers, which the run stops and
+    restarts, on ports no other test's broker can take meanwhile: ``ports.py``)."""
+    tv = settings.transaction_version
+    with frozen_as_it_grows(), cluster_on_reserved_ports(num_brokers=3, transaction_version=tv) as cluster:
         return _Run(settings, cluster).run(story_dir)
 
 

@@ -6,6 +6,10 @@ with the transaction version to run a test on both paths::
     @pytest.mark.parametrize("mock_cluster", [1, 2], indirect=True)
     def test_x(mock_cluster): ...
 
+A test that stops a broker is marked ``stops_brokers``: its cluster is bound below the kernel's
+ephemeral port range (``tests/_support/ports.py``), so that no other test's broker takes the stopped
+broker's port while the test's clients still reconnect to it.
+
 ``wire`` opens raw protocol connections (``txnproducer.testing.wire_client.WireClient``) to a broker by id and
 closes them after the test.
 
@@ -20,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests._support.ports import cluster_on_reserved_ports
 from tests._support.secrets_scan import debug_everywhere  # noqa: F401  (a fixture for the secrets scans)
 from txnproducer import TransactionalConsumer
 from txnproducer._internal.network.client import NetworkClient
@@ -30,6 +35,10 @@ from txnproducer.testing.wire_client import WireClient
 @pytest.fixture
 def mock_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
     tv = getattr(request, "param", 2)
+    if request.node.get_closest_marker("stops_brokers") is not None:
+        with cluster_on_reserved_ports(num_brokers=3, transaction_version=tv) as cluster:
+            yield cluster
+        return
     cluster = MockCluster(num_brokers=3, transaction_version=tv)
     cluster.start()
     try:

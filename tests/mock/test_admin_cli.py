@@ -177,13 +177,13 @@ def test_connection_settings_come_from_the_command_config(
 
 
 def test_an_unreachable_cluster_is_a_timeout_naming_the_bound(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as s:  # a port nobody listens on
+    with socket.socket() as s:  # a port nobody listens on, held so that no other test's broker takes it
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert (
-        main(["transactions", "list", "--bootstrap-server", f"127.0.0.1:{port}", "--timeout-ms", "800"])
-        == EXIT_ERROR
-    )
+        assert (
+            main(["transactions", "list", "--bootstrap-server", f"127.0.0.1:{port}", "--timeout-ms", "800"])
+            == EXIT_ERROR
+        )
     line = one_error_line(capsys.readouterr().err)
     assert "not done within 800 ms (default.api.timeout.ms)" in line and f"127.0.0.1:{port}" in line
 

@@ -134,6 +134,7 @@ def test_drop_connection_after_before_or_after_handling(
     assert mock_cluster.state.partition_log(TOPIC, 0).high_watermark == 1  # type: ignore[union-attr]
 
 
+@pytest.mark.stops_brokers
 def test_stop_and_start_broker_moves_leaders(mock_cluster: MockCluster, wire: Wire) -> None:
     mock_cluster.create_topic(TOPIC, 6)
     victim = mock_cluster.leader_of(TOPIC, 0)

@@ -23,6 +23,7 @@ def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
     factory.close_all(5)
 
 
+@pytest.mark.stops_brokers
 @TVS
 def test_leader_moves_mid_transaction(mock_cluster: MockCluster, make_producer: Any) -> None:
     mock_cluster.create_topic("moving", partitions=1)
@@ -59,6 +60,7 @@ def test_coordinator_move_is_followed(mock_cluster: MockCluster, make_producer: 
     assert ends[-1].broker_id == new
 
 
+@pytest.mark.stops_brokers
 @TVS
 def test_coordinator_broker_stopped_between_transactions(
         mock_cluster: MockCluster, make_producer: Any) -> None:
