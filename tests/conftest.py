@@ -11,6 +11,11 @@ are moved to the front: each of their modules starts at once on a worker of its 
 ending the run alone. Tests marked ``timing`` (a wall-clock bound: the asyncio loop's lag) go to the
 end, when those JVMs and the pure-Python session beside this one (Makefile) are done and the machine
 is quietest.
+
+Hypothesis runs without its per-example deadline (200 ms by default): on two CPUs shared by eight
+workers a thread is paused for 250 ms or more about six times a minute (measured during ``make test``),
+and an example caught by one fails its test as "unreliable test timings". What a property test asserts
+is its property; time bounds live in benchmarks.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import settings
+
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

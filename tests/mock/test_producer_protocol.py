@@ -128,7 +128,7 @@ def test_keyless_records_switch_partition_by_bytes_produced_whatever_linger_does
     value = b"v" * 190  # about 200 bytes per record with its overhead: 10 per batch_size
     partitions: list[int] = []
     with producer.transaction():
-        for _ in range(120):
+        for _ in range(240):  # 23 random choices of 3 partitions: all the same one with a chance of 3**-23
             future = producer.send("spread", value)
             producer.flush(5)
             partitions.append(future.get(5).partition)
