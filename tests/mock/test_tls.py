@@ -9,6 +9,7 @@ import os
 import socket
 import ssl
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -171,3 +172,32 @@ def test_a_missing_trustme_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "trustme", None)
     with pytest.raises(ImportError, match=r"txnproducer\[testing\]"):
         MockCluster(tls=True)
+
+
+def test_a_connection_dropped_while_its_tls_socket_is_made_closes_only_its_own_descriptor(
+        tls_cluster: MockCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``drop_connections`` from another thread can land while the broker moves an accepted socket's
+    descriptor into its TLS socket (``SSLContext.wrap_socket`` reads ``fileno()``, then detaches the plain
+    socket). The mock used to close the descriptor there, and then close it again through the TLS socket:
+    by then the number could be a new socket's - in a parallel suite another test's listener or client,
+    which failed at once."""
+    made: dict[str, socket.socket] = {}
+    wrapped = threading.Event()
+    detach = socket.socket.detach
+
+    def dropped_mid_wrap(sock: socket.socket) -> int:
+        if "victim" not in made and not isinstance(sock, ssl.SSLSocket):
+            tls_cluster.drop_connections()  # what a cluster closing at the end of a test does
+            made["victim"] = socket.socket()  # the lowest free descriptor: the one just closed, if it was
+            wrapped.set()
+        return detach(sock)
+
+    monkeypatch.setattr(socket.socket, "detach", dropped_mid_wrap)
+    with socket.create_connection(tls_cluster.broker_address(1), timeout=5) as client:
+        assert client.recv(1) == b""  # the broker dropped it, before any TLS byte
+        assert wrapped.wait(5)
+    monkeypatch.undo()
+    tls_cluster.close()  # the broker's connection threads are done with their sockets
+    with made["victim"] as victim:
+        victim.bind(("127.0.0.1", 0))  # still its own descriptor: EBADF, or another socket's, if closed again
+        assert victim.getsockname()[0] == "127.0.0.1"

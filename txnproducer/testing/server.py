@@ -112,6 +112,13 @@ def parse_request_header(frame: memoryview, flexible: bool) -> tuple[int, int, i
 
 
 class _Connection:
+    """One accepted connection. Only the thread serving it closes its descriptor (:meth:`release`);
+    :meth:`close`, called from any thread, marks it closed and shuts the socket down, which wakes that
+    thread. Why not close it there: the serving thread moves the descriptor into a TLS socket object
+    (``wrap_socket`` reads ``fileno()``, then detaches the plain socket), and a close landing in between
+    freed the number while the TLS socket still held it; closed again through that object, it could by
+    then be any new socket of the process - in a parallel test suite, another test's listener."""
+
     def __init__(self, sock: socket.socket, connection_id: int) -> None:
         self.sock = sock
         self.id = connection_id
@@ -121,9 +128,13 @@ class _Connection:
     def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
+        self.closed = True  # before reading sock: the serving thread sets sock, then reads closed
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
+
+    def release(self) -> None:
+        """The serving thread, at its end: close the descriptor."""
+        self.closed = True
         with contextlib.suppress(OSError):
             self.sock.close()
 
@@ -214,9 +225,7 @@ class BrokerServer:
         """The listener's part: TLS handshake and the connection's authentication state; False: close."""
         listener = self.host.listener
         conn.sock = listener.wrap(conn.sock)
-        if conn.closed:  # dropped while being wrapped: the old socket object no longer owns the descriptor
-            conn.close()
-            conn.sock.close()
+        if conn.closed:  # dropped while being wrapped (its shutdown may have missed the new socket)
             return False
         try:
             conn.auth = listener.handshake(conn.sock, self.broker_id, conn.id)
@@ -253,7 +262,7 @@ class BrokerServer:
         except Exception:  # pragma: no cover - last line of defence: never kill the broker
             _log.exception("mock.connection_failed", broker_id=self.broker_id, connection_id=conn.id)
         finally:
-            conn.close()
+            conn.release()
             with self._conn_lock:
                 self._connections.discard(conn)
 
