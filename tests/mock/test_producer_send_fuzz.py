@@ -301,7 +301,7 @@ def test_send_stores_or_refuses_alike_on_both_paths(mock_cluster: MockCluster, p
     sends = dict.fromkeys(producers, 0)
     answers_checked = 0
 
-    @settings(max_examples=math.ceil(SENDS / PER_TRANSACTION), deadline=None, database=None,
+    @settings(max_examples=math.ceil(SENDS / PER_TRANSACTION), database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.lists(_calls, min_size=PER_TRANSACTION, max_size=PER_TRANSACTION))
     def one_transaction_per_path(calls: list[Call]) -> None:

@@ -55,14 +55,14 @@ def test_make_test_runs_the_compiled_path() -> None:
 
 
 @compiled
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.binary(max_size=3000))
 def test_crc32c_is_kafka_pythons(data: bytes) -> None:
     assert accel.SPEEDUPS.crc32c(data) == calc_crc32c(data)
 
 
 @compiled
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.binary(max_size=200))
 def test_murmur2_is_kafka_pythons(data: bytes) -> None:
     assert accel.SPEEDUPS.murmur2(data) == murmur2(data)
@@ -137,7 +137,7 @@ _records = st.lists(
 
 
 @compiled
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(records=_records, batch_size=st.sampled_from([200, 1000, 16384, 65536, 262144]))
 def test_accumulated_batches_are_byte_identical_on_both_paths(records, batch_size) -> None:
     """Random records into a compiled and a pure accumulator: the same batches, byte for byte,

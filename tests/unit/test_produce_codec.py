@@ -100,7 +100,7 @@ def _requests(version: int, transactional_id: str | None, acks: int, timeout_ms:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(transactional_id=_nullable_text, acks=st.sampled_from([-1, 0, 1]), timeout_ms=_INT32,
        topics=_topics, correlation_id=st.integers(0, 2**31 - 1), client_id=_nullable_text)
 def test_request_bytes_match_kafka_python(version: int, transactional_id: str | None, acks: int,
@@ -254,7 +254,7 @@ def _has_tags(version: int, topics: Any, node_endpoints: Any) -> bool:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(topics=_topic_responses, throttle_time_ms=_INT32, node_endpoints=_node_endpoints,
        correlation_id=st.integers(0, 2**31 - 1))
 def test_response_decodes_like_kafka_python(version: int, topics: Any, throttle_time_ms: int,

@@ -146,7 +146,7 @@ def _read_committed(log: Log, max_bytes: int, columns: bool) -> list[Any]:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=st.lists(_op, min_size=1, max_size=25),
     max_bytes=st.sampled_from([1, 300, 1 << 20]),
@@ -230,7 +230,7 @@ def _with_valid_crc(header_fields: tuple[Any, ...], body: bytes) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     body=st.binary(max_size=80),
     count=st.integers(-2, 5),
@@ -346,7 +346,7 @@ _raw_record = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=st.lists(_raw_record, min_size=1, max_size=3),
     count_change=st.sampled_from([0, 0, 0, -1, 1, "negative"]),
@@ -556,7 +556,7 @@ def test_columns_past_what_int32_starts_address_raise_instead_of_wrapping(small_
 
 
 @given(st.lists(_value, min_size=0, max_size=40), st.integers(0, 40), st.integers(0, 40))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 def test_a_columns_items_are_the_same_compiled_or_not(values: list[bytes | None], lo: int, hi: int) -> None:
     """BytesColumn.to_list (and iteration) - what a column transform reads every value with - gives
     each value as bytes or None, whole or sliced, the same in C as in the reference loop."""

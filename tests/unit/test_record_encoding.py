@@ -71,7 +71,7 @@ def _both(encoder: type, codec: int, records: list[tuple[int, bytes | None, byte
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(records=st.lists(_record, min_size=1, max_size=30), state=_producer_state,
        batch_size=st.sampled_from([100, 16384, 1 << 20]))
 def test_uncompressed_batch_is_byte_identical_to_kafka_python(encoder, records, state, batch_size) -> None:
@@ -100,7 +100,7 @@ class _FrozenClock:
 
 @pytest.mark.parametrize("encoder", ENCODERS)
 @pytest.mark.parametrize("codec", _CODECS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(records=st.lists(_record, min_size=1, max_size=20), state=_producer_state)
 def test_compressed_batch_round_trips(encoder, codec, records, state) -> None:
     with mock.patch.object(gzip, "time", _FrozenClock):
