@@ -106,7 +106,7 @@ def test_mutual_tls_without_a_client_certificate_is_refused(mtls_cluster: MockCl
 
 
 def test_a_certificate_from_another_ca_is_refused(mtls_cluster: MockCluster) -> None:
-    other = trustme.CA().issue_cert(common_name="mallory")
+    other = trustme.CA().issue_cert("mallory.clients.invalid", common_name="mallory")
     with other.cert_chain_pems[0].tempfile() as certfile, other.private_key_pem.tempfile() as keyfile, \
             pytest.raises((ssl.SSLError, WireClosedError)), \
             connect(mtls_cluster, certificate=(certfile, keyfile)) as client:
