@@ -146,35 +146,6 @@ def test_tv2_epoch_exhaustion_rotates_to_a_new_producer_id(
         b"last-epoch-0", b"last-epoch-1", b"new-id-0", b"new-id-1"]
 
 
-@pytest.mark.parametrize("mock_cluster", [2], indirect=True, ids=["tv2"])
-def test_tv2_a_transaction_the_coordinator_aborts_at_the_last_epoch_rotates_without_overflow(
-        mock_cluster: MockCluster, make_producer: Any) -> None:
-    """Found by the chaos tier: the coordinator's own abort (timeout) of a transaction at epoch 32766
-    leaves it at 32767 (Short.MAX_VALUE); the client's abort is answered as a retry with that epoch, so
-    its next transaction runs at 32767. Ending it must write the markers at 32767 and rotate the
-    producer id - the mock bumped to 32768, which no record batch can carry, and failed the EndTxn."""
-    mock_cluster.create_topic("rotate-late", partitions=1)
-    make_producer("tx-rotate-late").init_transactions()
-    mock_cluster.set_producer_epoch("tx-rotate-late", MAX_EPOCH - 2)
-    producer = make_producer("tx-rotate-late")
-    producer.init_transactions()  # MAX_EPOCH - 1
-    old_pid = producer.producer_id
-    producer.begin_transaction()
-    producer.send("rotate-late", b"timed-out", partition=0).get(5)
-    mock_cluster.expire_transaction("tx-rotate-late")  # the coordinator aborts: epoch MAX_EPOCH
-    producer.abort_transaction()
-    assert (producer.producer_id, producer.epoch) == (old_pid, MAX_EPOCH)
-    with producer.transaction():
-        producer.send("rotate-late", b"after", partition=0)
-    assert producer.producer_id != old_pid and producer.epoch == 0
-    with producer.transaction():
-        producer.send("rotate-late", b"new-id", partition=0)
-    assert read_committed_via_kafka_python(mock_cluster, "rotate-late", 1, 2) == [b"after", b"new-id"]
-    ends = [e for e in mock_cluster.request_log if e.api == "EndTxn"]
-    assert [(e.fields["producer_id"], e.fields["producer_epoch"], e.error_codes) for e in ends[-2:]] == [
-        (old_pid, MAX_EPOCH, ()), (producer.producer_id, 0, ())]
-
-
 def test_set_producer_epoch_rejects_bad_input(mock_cluster: MockCluster, make_producer: Any) -> None:
     with pytest.raises(ValueError, match="never initialised"):
         mock_cluster.set_producer_epoch("tx-unknown", 5)

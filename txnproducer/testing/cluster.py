@@ -65,6 +65,12 @@ class MockCluster(PartitionFaults):
     default, like Kafka 4.1) v6 is not advertised and ``enable_2pc`` is refused.
     ``group_*`` override the group coordinator's settings (Kafka's ``group.initial.rebalance.delay.ms``,
     ``group.min/max.session.timeout.ms``; the mock defaults are 0, 1 and 1800000 for fast tests).
+    ``kafka_20090_fixed``: at the end of the epoch range (TV2, epoch 32766), the coordinator's own abort
+    of a timed-out or fenced transaction rotates the producer id, as Kafka does after KAFKA-20090. Off
+    (the default) the brokers answer as Kafka 4.0/4.1 do: that abort leaves the id at epoch 32767, a
+    transaction begun there can never end (EndTxn answers UNKNOWN_SERVER_ERROR, it stays Ongoing, a new
+    instance's ``init_transactions()`` fails the same way, and the coordinator's timeout pass stops at
+    it) - so that a test can show a client never gets there.
 
     Security (everything off by default: a PLAINTEXT listener that allows every request):
 
@@ -114,6 +120,7 @@ class MockCluster(PartitionFaults):
         acls: Iterable[Acl | tuple[str, ...]] | None = None,
         super_users: Iterable[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
+        kafka_20090_fixed: bool = False,
     ) -> None:
         if num_brokers < 1:
             raise ValueError("num_brokers must be >= 1")
@@ -168,7 +175,7 @@ class MockCluster(PartitionFaults):
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
         self._started = False
-        self.state.txn = TransactionCoordinator(self.state)
+        self.state.txn = TransactionCoordinator(self.state, kafka_20090_fixed=kafka_20090_fixed)
         self.state.groups = GroupCoordinator(self.state)
 
     # ------------------------------------------------------------- lifecycle

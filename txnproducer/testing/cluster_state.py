@@ -6,8 +6,9 @@ request changes (a Fetch waiting for data, a JoinGroup waiting for members); who
 calls :meth:`ClusterState.notify_all`.
 
 The two coordinators hang off this state (``txn``, ``groups``, attached by ``MockCluster``) but do not
-import it: each reaches the cluster through its own narrow interface (``txn_coordinator.CoordinatorHost``,
-``group_coordinator``'s state view), so the dependency runs one way, from here to them.
+import it: each reaches the cluster through its own narrow interface
+(``txn_coordinator_host.CoordinatorHost``, ``group_coordinator``'s state view), so the dependency runs
+one way, from here to them.
 """
 
 from __future__ import annotations

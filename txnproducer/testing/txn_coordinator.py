@@ -24,11 +24,10 @@ handlers are called that way; the public methods take the lock themselves, it is
 from __future__ import annotations
 
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
 
 from txnproducer._internal.protocol import error_codes as ec
 
+from .txn_coordinator_host import CoordinatorHost
 from .txn_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -47,54 +46,6 @@ FIRST_PRODUCER_ID = 1000
 
 
 NOT_ADDED_MESSAGE = "Partition was not added to the transaction"
-
-
-class MarkerLog(Protocol):
-    """A partition log as the coordinator sees it: where the COMMIT/ABORT markers go."""
-
-    def write_marker(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
-    ) -> None: ...
-
-
-class TxnOffsetsStore(Protocol):
-    """The group coordinator's side of transactional offsets (KIP-447), as this coordinator uses it."""
-
-    def validate_txn_offset_commit(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
-    ) -> int: ...
-
-    def stage_txn_offsets(
-        self, group_id: str, producer_id: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
-    ) -> None: ...
-
-    def complete_txn_offsets(self, group_id: str, producer_id: int, commit: bool) -> None: ...
-
-
-class CoordinatorHost(Protocol):
-    """What the coordinator needs from the cluster: ``ClusterState`` in the mock, a small fake in unit tests.
-
-    An interface rather than ``ClusterState`` itself, because the cluster state holds this coordinator:
-    naming the state here would make the two modules import each other.
-    """
-
-    @property
-    def lock(self) -> AbstractContextManager[Any]: ...
-
-    @property
-    def transaction_version(self) -> int: ...
-
-    @property
-    def transaction_max_timeout_ms(self) -> int: ...
-
-    @property
-    def groups(self) -> TxnOffsetsStore: ...
-
-    def now_ms(self) -> int: ...
-
-    def notify_all(self) -> None: ...
-
-    def partition_log(self, topic: str, partition: int) -> MarkerLog | None: ...
 
 
 def _verification_error(error: int, tv2: bool) -> int:
@@ -116,8 +67,14 @@ def _verification_error(error: int, tv2: bool) -> int:
 class TransactionCoordinator:
     """All transactional ids of the cluster (one coordinator object; placement is checked by handlers)."""
 
-    def __init__(self, state: CoordinatorHost, first_producer_id: int = FIRST_PRODUCER_ID) -> None:
+    def __init__(self, state: CoordinatorHost, first_producer_id: int = FIRST_PRODUCER_ID,
+                 kafka_20090_fixed: bool = False) -> None:
         self._state = state
+        # Kafka after KAFKA-20090: an abort the coordinator makes of its own at an exhausted epoch
+        # (timeout, fencing) rotates the producer id. Kafka 4.0/4.1 (the default here) do not: the
+        # fenced producer's retried abort gets the last epoch, 32767, and a transaction begun there
+        # can never end (see ``_end_tv2_now``).
+        self._rotate_fenced_exhausted = kafka_20090_fixed
         self._txns: dict[str, TransactionMetadata] = {}
         self._by_producer_id: dict[int, str] = {}
         self._next_producer_id = first_producer_id
@@ -239,7 +196,8 @@ class TransactionCoordinator:
             return ec.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.state == TxnState.ONGOING:
             # abort the ongoing transaction first; the client retries and then gets its epoch
-            self._abort_by_coordinator(md, tv2=self._state.transaction_version >= 2)
+            if not self._abort_by_coordinator(md, tv2=self._state.transaction_version >= 2):
+                return ec.UNKNOWN_SERVER_ERROR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             return ec.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         now = self._now()
         if is_epoch_exhausted(md.producer_epoch):
@@ -413,6 +371,11 @@ class TransactionCoordinator:
 
     def _end_tv2_now(self, md: TransactionMetadata, commit: bool,
                      no_partition_added: bool) -> tuple[int, int, int]:
+        if md.producer_epoch >= MAX_EPOCH:
+            # KAFKA-20090 (Kafka 4.0/4.1, fixed later only on the coordinator's own path): a TV2 end
+            # bumps the epoch, and 32767 + 1 does not exist. The broker throws ("Illegal new producer
+            # epoch -32768"), answers UNKNOWN_SERVER_ERROR and the transaction stays Ongoing.
+            return ec.UNKNOWN_SERVER_ERROR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         next_pid = self.allocate_producer_id() if is_epoch_exhausted(md.producer_epoch) else NO_PRODUCER_ID
         self._prepare_end(md, commit, bump=True, no_partition_added=no_partition_added,
                           next_producer_id=next_pid)
@@ -424,12 +387,9 @@ class TransactionCoordinator:
                      next_producer_id: int) -> None:
         """Move to PrepareCommit/PrepareAbort and write the markers now unless they are held."""
         now = self._now()
-        if bump and md.producer_epoch < MAX_EPOCH:
+        if bump:
             md.last_producer_epoch = md.producer_epoch
             md.producer_epoch += 1
-        # else, at Short.MAX_VALUE (a TV2 client handed the last epoch by a retried EndTxn after the
-        # coordinator's own abort): the markers carry that epoch - no higher one exists - and the
-        # producer id rotates (next_producer_id, as the epoch is exhausted)
         md.prev_producer_id = md.producer_id
         md.marker_producer_id = md.producer_id
         md.marker_producer_epoch = md.producer_epoch
@@ -445,20 +405,30 @@ class TransactionCoordinator:
             self._write_markers(md)
         self._changed()
 
-    def _abort_by_coordinator(self, md: TransactionMetadata, tv2: bool) -> None:
+    def _abort_by_coordinator(self, md: TransactionMetadata, tv2: bool) -> bool:
         """Abort an ongoing transaction on the coordinator's own initiative (fencing, timeout).
 
         The epoch goes up by one and the ABORT marker carries it. TV2 remembers the previous epoch as
         the last epoch (the recordings show the old producer's InitProducerId(pid, old epoch) and
         EndTxn abort retries answered as retries); TV1 fences like the broker's PrepareEpochFence:
-        the last epoch is forgotten.
+        the last epoch is forgotten. At an exhausted epoch Kafka 4.1 keeps the producer id, so the
+        fenced producer's retried abort is answered with epoch 32767; with KAFKA-20090's fix
+        (``kafka_20090_fixed``) the id rotates when the markers are written, and that retry gets the
+        new id at epoch 0.
+
+        False when the transaction cannot be fenced: it runs at 32767 already, and the broker throws
+        ("Cannot fence producer with epoch equal to Short.MaxValue"); nothing changes.
         """
         # The broker passes through PrepareEpochFence here without ever persisting it; so does this.
         old_epoch = md.producer_epoch
-        md.producer_epoch = min(old_epoch + 1, MAX_EPOCH)  # the broker cannot fence past Short.MAX_VALUE
+        if old_epoch >= MAX_EPOCH:
+            return False
+        md.producer_epoch = old_epoch + 1
         md.last_producer_epoch = old_epoch if tv2 else NO_PRODUCER_EPOCH
+        rotate = tv2 and self._rotate_fenced_exhausted and is_epoch_exhausted(old_epoch)
         self._prepare_end(md, commit=False, bump=False, no_partition_added=False,
-                          next_producer_id=NO_PRODUCER_ID)
+                          next_producer_id=self.allocate_producer_id() if rotate else NO_PRODUCER_ID)
+        return True
 
     def _write_markers(self, md: TransactionMetadata) -> None:
         commit = md.state == TxnState.PREPARE_COMMIT
@@ -528,12 +498,18 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------ time, faults
     def tick(self, now_ms: int) -> None:
-        """Abort every ongoing transaction older than its timeout (the broker's periodic check)."""
+        """Abort every ongoing transaction older than its timeout (the broker's periodic check).
+
+        As on Kafka 4.1, a transaction that cannot be fenced (Ongoing at epoch 32767, KAFKA-20090)
+        ends the pass: the broker's task throws there, and the timed-out transactions it would have
+        visited after that one are not aborted either - on every pass, for good.
+        """
         with self._state.lock:
             for md in list(self._txns.values()):
-                if md.state == TxnState.ONGOING and md.start_time_ms >= 0 and not md.two_phase and \
-                        md.start_time_ms + md.timeout_ms < now_ms:
-                    self._abort_by_coordinator(md, tv2=md.client_tv >= 2)
+                timed_out = (md.state == TxnState.ONGOING and md.start_time_ms >= 0 and not md.two_phase
+                             and md.start_time_ms + md.timeout_ms < now_ms)
+                if timed_out and not self._abort_by_coordinator(md, tv2=md.client_tv >= 2):
+                    return
 
     def expire_transaction(self, transactional_id: str) -> None:
         """Fault injection: time the ongoing transaction of ``transactional_id`` out now."""

@@ -36,6 +36,12 @@ from txnproducer._internal.txn.error_policy import (
 from txnproducer._internal.txn.handler import Priority, TxnContext, TxnRequestHandler
 from txnproducer._internal.txn.result import TransactionalRequestResult
 
+#: why an InitProducerId is sent: init_transactions(), or an epoch bump (KIP-360: with the current
+#: producer id and epoch)
+INIT = "init"
+AFTER_ABORT = "kip360_after_abort"  # TV1: an abortable produce error, or a prepared transaction ended
+EXHAUSTED = "epoch_exhausted"  # the producer holds the last epoch (32767): a new producer id first
+
 
 class InitProducerIdHandler(TxnRequestHandler):
     """Gets (or, with the current id/epoch, bumps - KIP-360) the producer id and epoch."""
@@ -51,9 +57,11 @@ class InitProducerIdHandler(TxnRequestHandler):
         producer_id: int = -1,
         producer_epoch: int = -1,
         keep_prepared_txn: bool = False,
+        reason: str = AFTER_ABORT,
     ) -> None:
         super().__init__(tm, result)
         self.epoch_bump = epoch_bump
+        self.reason = reason if epoch_bump else INIT
         self.priority = Priority.EPOCH_BUMP if epoch_bump else Priority.INIT_PRODUCER_ID
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -110,10 +118,9 @@ class InitProducerIdHandler(TxnRequestHandler):
                 ongoing_epoch = getattr(response, "ongoing_txn_producer_epoch", None)
                 if ongoing_pid is not None and ongoing_epoch is not None:
                     ongoing = (int(ongoing_pid), int(ongoing_epoch))
-            self._tm.producer_id_received(
-                int(response.producer_id), int(response.producer_epoch), self.epoch_bump, ongoing=ongoing
-            )
-            self.result.set_success()
+            if self._tm.producer_id_received(int(response.producer_id), int(response.producer_epoch),
+                                             self.result, reason=self.reason, ongoing=ongoing):
+                self.result.set_success()
         elif code == INVALID_TRANSACTION_TIMEOUT:
             self.fatal_error(
                 errors.InvalidTransactionTimeoutError(

@@ -42,18 +42,18 @@ from txnproducer._internal.txn.find_coordinator import FindCoordinatorHandler
 from txnproducer._internal.txn.handler import TxnRequestHandler
 from txnproducer._internal.txn.init_producer_id import InitProducerIdHandler
 from txnproducer._internal.txn.offsets import group_fields, normalize_offsets
-from txnproducer._internal.txn.produce_side import ProduceSide
-from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
+from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH
+from txnproducer._internal.txn.producer_identity import ProducerIdentity
 from txnproducer._internal.txn.request_queue import CoordinatorNode
 from txnproducer._internal.txn.result import TransactionalRequestResult
-from txnproducer._internal.txn.state import State, illegal_call_message, is_transition_valid
+from txnproducer._internal.txn.state import State, illegal_call_message
 from txnproducer._internal.txn.txn_offset_commit import TxnOffsetCommitHandler
 from txnproducer.prepared import PreparedTxnState
 
 __all__ = ["TransactionManager"]
 
 
-class TransactionManager(ProduceSide):
+class TransactionManager(ProducerIdentity):
     """Client-side transaction state, request handlers and sequence bookkeeping (thread-safe)."""
 
     # -- application calls -------------------------------------------------------------------------------
@@ -399,9 +399,6 @@ class TransactionManager(ProduceSide):
 
     # -- what answers tell (handler.TxnContext) ----------------------------------------------------------
 
-    def enqueue(self, handler: TxnRequestHandler) -> None:
-        self._requests.push(handler)
-
     def reenqueue(self, handler: TxnRequestHandler, backoff_ms: float | None = None) -> None:
         """Send ``handler`` again after ``backoff_ms`` (default ``retry_backoff_ms``)."""
         self._requests.push_after(handler, self.retry_backoff_ms if backoff_ms is None else backoff_ms)
@@ -413,8 +410,7 @@ class TransactionManager(ProduceSide):
     # the completion may read the state, or call abort_transaction(), at once.
 
     def handler_failed_fatally(self, handler: TxnRequestHandler, exc: BaseException) -> None:
-        self.transition_to_fatal_error(exc)
-        handler.result.set_error(exc)
+        self._fail_fatally(handler.result, exc)
 
     def handler_failed_abortably(
         self, handler: TxnRequestHandler, exc: BaseException, *, bump_epoch: bool
@@ -447,40 +443,6 @@ class TransactionManager(ProduceSide):
             port=port,
         )
 
-    def producer_id_received(
-        self,
-        producer_id: int,
-        epoch: int,
-        epoch_bump: bool,
-        ongoing: tuple[int, int] = (-1, -1),
-    ) -> None:
-        old = self._pid
-        self._pid = ProducerIdAndEpoch(producer_id, epoch)
-        self._sequences.reset()
-        if epoch_bump:
-            self.log(
-                "info",
-                "txn.epoch_bumped",
-                reason="kip360_after_abort",
-                old_producer_id=old.producer_id,
-                old_epoch=old.epoch,
-            )
-            if producer_id != old.producer_id:  # epoch exhausted: the coordinator gave a new id
-                self.log("info", "txn.producer_id_assigned", reason="epoch_exhausted")
-        else:
-            self.log("info", "txn.producer_id_assigned")
-        if ongoing[0] >= 0 and ongoing[1] >= 0 and self.state is State.INITIALIZING:
-            # KIP-939: a prepared transaction survived the init; our new epoch completes it
-            self._prepared = ProducerIdAndEpoch(ongoing[0], ongoing[1])
-            self._transaction_started = True
-            self._transition(State.PREPARED_TRANSACTION)
-            self.log("info", "txn.prepared_transaction_kept", prepared_producer_id=ongoing[0],
-                      prepared_epoch=ongoing[1])
-            return
-        if is_transition_valid(self.state, State.READY):
-            self._transition(State.READY)
-            self._apply_requested_tv()
-
     def partitions_added(self, partitions: set[TopicPartition], *, success: bool) -> None:
         self._pending_partitions -= partitions
         if success:
@@ -493,41 +455,6 @@ class TransactionManager(ProduceSide):
 
     def offsets_committed(self, group_id: str) -> None:
         self.log("debug", "txn.offsets_committed", group_id=group_id)
-
-    def transaction_ended(self, producer_id: int, epoch: int, result: TransactionalRequestResult) -> bool:
-        """EndTxn succeeded. True if ``result`` (what the application waits on) is complete; False
-        if a TV1 epoch bump (KIP-360) follows first and completes it."""
-        if producer_id >= 0 and epoch >= 0:
-            # TV2 (EndTxn v5): the coordinator bumped the epoch - or, at epoch exhaustion, issued a
-            # new producer id with epoch 0. Either way sequences restart at 0.
-            new = ProducerIdAndEpoch(producer_id, epoch)
-            old = self._pid
-            if new != old:
-                self._pid = new
-                self._sequences.reset()
-                reason = "end_txn" if new.producer_id == old.producer_id else "end_txn_epoch_exhausted"
-                self.log(
-                    "info",
-                    "txn.epoch_bumped",
-                    reason=reason,
-                    old_producer_id=old.producer_id,
-                    old_epoch=old.epoch,
-                )
-                if new.producer_id != old.producer_id:
-                    self.log("info", "txn.producer_id_assigned", reason=reason)
-        return self._transaction_completed(result)
-
-    def _transaction_completed(self, result: TransactionalRequestResult) -> bool:
-        """The transaction is over: READY, or, when a bump is due (TV1, KIP-360: a produce error,
-        also one that came in while the transaction was ending, or a prepared transaction),
-        INITIALIZING until InitProducerId(pid, epoch) answers and completes ``result``."""
-        bump = self._epoch_bump_required
-        self._complete_transaction()
-        if not bump:
-            return True
-        self.enqueue(InitProducerIdHandler(self, result, epoch_bump=True, producer_id=self._pid.producer_id,
-                                           producer_epoch=self._pid.epoch))
-        return False
 
     # -- internals ---------------------------------------------------------------------------------------
 
@@ -570,15 +497,3 @@ class TransactionManager(ProduceSide):
         assert self._last_error is not None
         handler.result.set_error(self._last_error)
         return True
-
-    def _complete_transaction(self) -> None:
-        target = State.INITIALIZING if self._epoch_bump_required else State.READY
-        self._transition(target)
-        self._prepared = None
-        self._epoch_bump_required = False
-        self._transaction_started = False
-        self._new_partitions.clear()
-        self._pending_partitions.clear()
-        self._partitions_in_txn.clear()
-        if target is State.READY:
-            self._apply_requested_tv()

@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["NONE_PRODUCER_ID_AND_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "ProducerIdAndEpoch"]
+__all__ = [
+    "LAST_EPOCH",
+    "NONE_PRODUCER_ID_AND_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "ProducerIdAndEpoch",
+]
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
+#: Short.MAX_VALUE: no transaction may begin at this epoch. Under TV2 every transaction end bumps the
+#: epoch, and a transaction that ends at 32767 has no epoch left to end with: Kafka 4.0/4.1 then leave
+#: it Ongoing for good (KAFKA-20090). The coordinator only hands it out as the answer to a retry after
+#: its own abort (transaction timeout) at 32766; the producer then gets a new producer id first.
+LAST_EPOCH = 32767
 
 
 @attrs.frozen
@@ -25,6 +36,11 @@ class ProducerIdAndEpoch:
     @property
     def is_valid(self) -> bool:
         return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def is_exhausted(self) -> bool:
+        """No transaction can end at this epoch (see :data:`LAST_EPOCH`): get a new producer id."""
+        return self.epoch >= LAST_EPOCH
 
     def __str__(self) -> str:
         return f"(producer_id={self.producer_id}, epoch={self.epoch})"
