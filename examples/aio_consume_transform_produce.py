@@ -132,7 +132,9 @@ async def worker(bootstrap: str, in_topic: str, out_topic: str, group: str, name
                                 await producer.send(out_topic, value=r.value.upper(),
                                                     key=f"{tp.partition}:{r.offset}".encode(),
                                                     partition=tp.partition)
-                            offsets[tp] = records[-1].offset + 1
+                            # the position, not the last offset + 1: past the input's commit
+                            # markers and aborted records, so that the group shows no lag
+                            offsets[tp] = await consumer.position(tp)
                         await producer.send_offsets_to_transaction(offsets, consumer)
                         if "crash" in commands:
                             await producer.flush()

@@ -4,7 +4,8 @@ The fakes keep just enough state to check what users rely on: which outputs and 
 become committed together, where the consumer resumes after an abort, what happens to the open
 transaction when partitions are revoked, which errors end the loop, what shapes a transform may
 return, and how the consumer is configured. (The real thing, with TransactionalConsumer and the
-MockCluster, is in tests/mock/test_eos_*.py.)
+MockCluster, is in tests/mock/test_eos_*.py; so are the idle, stop and rebalance paths, where the real
+group member runs.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 
 from txnproducer import ConsumerConfig, ConsumerRecord, errors
 from txnproducer._internal.fetch.decoder import columns_from_records
@@ -58,7 +59,7 @@ class FakeConsumer:
         self.closed_with: tuple[float | None, bool | None] | None = None
         self.before_poll: list[Callable[[FakeConsumer], None]] = []
         self.generation = 1
-        self.state = "stable"
+        self.state = MemberState.STABLE
 
     def subscribe(self, topics: list[str], listener: Any) -> None:
         self.topics = list(topics)
@@ -649,38 +650,6 @@ def test_a_consumer_that_cannot_be_made_is_raised_and_the_producer_closed() -> N
     with pytest.raises(errors.ConfigError, match="ssl_cafile"):
         h.proc.run(max_transactions=1)
     assert h.proc.closed and h.producer is not None and h.producer.closed_with == 10.0
-
-
-# --- stopping when caught up -----------------------------------------------------------------------
-
-
-def test_run_until_idle_returns_once_the_input_is_caught_up() -> None:
-    data = {T0: 5, T1: 3}
-    h = Harness(data, max_records_per_txn=4)
-    metrics = h.proc.run(until_idle=0.0)
-    assert h.output_values() == expected_values(data)
-    assert h.group.committed == {T0: 5, T1: 3}
-    assert metrics["transactions_committed"] >= 2 and not h.proc.closed
-    assert h.producer is not None and not h.producer.in_txn
-
-
-def test_run_until_idle_waits_while_the_group_is_rebalancing() -> None:
-    """An empty poll while the member is not stable (joining, rebalancing) is not 'caught up'."""
-    data = {T0: 2}
-    h = Harness(data)
-    consumer, _ = h.started()
-    consumer.state = "rebalancing"
-    saved, consumer.assigned = consumer.assigned, set()
-
-    def joined(c: FakeConsumer) -> None:
-        c.state = "stable"
-        c.assigned = saved
-
-    consumer.before_poll.extend([lambda c: None] * 5 + [joined])
-    h.proc.run(until_idle=0.0)
-    assert h.output_values() == expected_values(data)
-    with pytest.raises(errors.ConfigError, match="until_idle"):
-        h.proc.run(until_idle=-1)
 
 
 def test_every_metric_is_documented_in_the_pipelines_guide() -> None:

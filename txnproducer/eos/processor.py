@@ -47,6 +47,7 @@ from txnproducer.consumer import TransactionalConsumer
 from txnproducer.consumer_config import ConsumerConfig
 from txnproducer.eos.failures import BAD_OUTPUT, NEEDS_AN_OPERATOR, STOPS_THE_LOOP, Crashed, UserCodeError
 from txnproducer.eos.output_record import BatchTransform, ColumnTransform, Transform
+from txnproducer.eos.positions import InputPositions, caught_up
 from txnproducer.eos.progress import METRIC_NAMES, TxnProgress
 from txnproducer.eos.settings import processor_settings
 from txnproducer.eos.transform import processor_tracing, send_poll_outputs, transform_poll
@@ -82,9 +83,6 @@ class _Listener:
 
 def _default_producer_factory(config: ProducerConfig, **telemetry: Any) -> Any:
     return TransactionalProducer(config, **telemetry)
-
-
-_STABLE = "stable"  # kafka.structs.MemberState.STABLE
 
 
 class TransactionalProcessor:
@@ -181,6 +179,7 @@ class TransactionalProcessor:
         self._consumer: Any = None
         self._producer: Any = None
         self._progress = TxnProgress()
+        self._positions = InputPositions()
         self._lock = threading.Lock()
         self._metrics = dict.fromkeys(METRIC_NAMES, 0)
         self._stop_requested = threading.Event()
@@ -313,14 +312,13 @@ class TransactionalProcessor:
                 if progress.open and (polled == 0 or progress.records_in >= self._max_records
                                       or progress.age_ms() >= self._max_txn_ms):
                     self._commit()
-                if until_idle is not None:
-                    now = time.monotonic()
-                    if polled or not self._fetching_everything():
-                        idle_since = None
-                    elif idle_since is None:
-                        idle_since = now
-                    if idle_since is not None and now - idle_since >= until_idle and not progress.open:
-                        break
+                if polled or progress.open or not caught_up(self._consumer):
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                    self._commit_positions_past_markers()
+                elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                    break
             if self._progress.open:
                 self._commit()
             if self._stop_requested.is_set():
@@ -339,19 +337,6 @@ class TransactionalProcessor:
             self._log.error("eos.unexpected_error", error=repr(exc))
             self._shutdown(after_fatal=isinstance(exc, errors.FatalError))
             raise
-
-    def _fetching_everything(self) -> bool:
-        """The group is stable and every assigned partition has a position (it is being fetched):
-        an empty poll then means the input is caught up, not that the member is still joining."""
-        consumer = self._consumer
-        if getattr(consumer.group_metadata(), "state", _STABLE) != _STABLE:
-            return False
-        for tp in consumer.assignment():
-            try:
-                consumer.position(tp, timeout=0)
-            except errors.TimeoutError:
-                return False
-        return True
 
     def stop(self, timeout: float | None = None, leave_group: bool | None = None) -> bool:
         """Finish (commit) the open transaction - or abort it if it cannot commit - then close the
@@ -477,9 +462,17 @@ class TransactionalProcessor:
         self._maybe_crash("after_send")
         return count
 
+    def _commit_positions_past_markers(self) -> None:
+        """Caught up: commit positions that moved past markers or aborted input alone (no record
+        came to commit them), in a transaction of offsets only, so that an idle loop shows no lag."""
+        if self._positions.behind(self._consumer, self._op_s):
+            self._producer.begin_transaction()
+            self._progress.begin()
+            self._commit()
+
     def _commit(self) -> None:
         progress = self._progress
-        offsets = progress.next_offsets()
+        offsets = self._positions.to_commit(self._consumer, progress.next_offsets())
         producer = self._producer
         committing = False
         group_metadata = self._consumer.group_metadata()
@@ -512,6 +505,7 @@ class TransactionalProcessor:
         self._count(transactions_committed=1, records_in=progress.records_in,
                     records_out=progress.records_out)
         self._log.debug("eos.committed", records_in=progress.records_in, records_out=progress.records_out)
+        self._positions.committed(offsets)
         progress.reset()
         if self._on_commit is not None:
             self._on_commit(offsets)
@@ -560,6 +554,7 @@ class TransactionalProcessor:
         the member rejoins: abort the open transaction while the partitions are still ours; a
         partition of the transaction the group leaves with us goes back to where it started."""
         self._assigned = self._assigned - partitions
+        self._positions.forget(partitions)
         if not self._progress.open or self._closed:
             return
         start = dict(self._progress.start)
