@@ -56,7 +56,7 @@ from txnproducer._internal.config_checks import (
     to_upper,
     token_provider,
 )
-from txnproducer._internal.config_names import coerce_text, normalize_keys, redacted
+from txnproducer._internal.config_names import coerce_text, config_from_arguments, normalize_keys, redacted
 from txnproducer.errors import ConfigError
 
 __all__ = ["COMPRESSION_TYPES", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "ProducerConfig"]
@@ -509,19 +509,9 @@ class ProducerConfig:
         ConfigError (unknown keys, librdkafka spellings with the setting to use instead, a key given
         twice, anything else passed as ``config``).
         """
-        if config is None:
-            return cls.from_mapping(settings)
-        if isinstance(config, ProducerConfig):
-            return config.with_overrides(**settings) if settings else config
-        if isinstance(config, Mapping):
-            twice = sorted(set(config) & set(settings))
-            if twice:
-                raise ConfigError(f"configuration key {twice[0]!r} given twice (in the mapping and as a "
-                                  "keyword argument)")
-            return cls.from_mapping({**config, **settings})
-        raise ConfigError("config must be a ProducerConfig or a mapping of settings (such as "
-                          "{'bootstrap.servers': ..., 'transactional.id': ...}), got "
-                          f"{type(config).__name__}")
+        result: ProducerConfig = config_from_arguments(
+            cls, config, settings, "{'bootstrap.servers': ..., 'transactional.id': ...}")
+        return result
 
     def with_overrides(self, **overrides: Any) -> ProducerConfig:
         """A copy with some settings changed (either spelling), validated like a new config.

@@ -45,7 +45,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import attrs
 from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 from txnproducer import errors
@@ -78,22 +77,21 @@ class TransactionalConsumer:
     """A read_committed consumer (see the module docstring).
 
     Settings are keyword arguments (``auto_offset_reset="earliest"``), a mapping in either spelling
-    through :meth:`ConsumerConfig.from_mapping`, or a :class:`ConsumerConfig`; a setting the consumer
+    (``TransactionalConsumer({"bootstrap.servers": ..., "group.id": ...})``, as confluent-kafka's
+    ``Consumer`` takes it; librdkafka-only keys are refused naming the setting to use), or a
+    :class:`ConsumerConfig`, with keyword settings on top; a setting the consumer
     cannot honour (``enable_auto_commit=True``, ``isolation_level="read_uncommitted"``) is a
     :class:`~txnproducer.ConfigError` naming the key.
     """
 
     def __init__(
         self,
-        config: ConsumerConfig | None = None,
+        config: ConsumerConfig | Mapping[str, Any] | None = None,
         *,
         committed_offsets: CommittedOffsets | None = None,
         **settings: Any,
     ) -> None:
-        if config is None:
-            config = ConsumerConfig.from_mapping(settings)
-        elif settings:
-            config = attrs.evolve(config, **ConsumerConfig.normalize_keys(settings))
+        config = ConsumerConfig.from_arguments(config, settings)
         self._config = config
         self._committed_offsets = committed_offsets
         # the group member: made by subscribe(), or for committed offsets of an assign()ed consumer

@@ -38,7 +38,7 @@ from txnproducer._internal.config_checks import (
     optional_callable,
     optional_str,
 )
-from txnproducer._internal.config_names import coerce_text, normalize_keys, redacted
+from txnproducer._internal.config_names import coerce_text, config_from_arguments, normalize_keys, redacted
 from txnproducer._internal.group.settings import (
     ASSIGNOR_NAMES,
     assignor_names,
@@ -310,6 +310,28 @@ class ConsumerConfig:
         return cls(
             **{key: coerce_text(cls, key, value) for key, value in cls.normalize_keys(mapping).items()}
         )
+
+    @classmethod
+    def from_arguments(cls, config: ConsumerConfig | Mapping[str, Any] | None,
+                       settings: Mapping[str, Any]) -> ConsumerConfig:
+        """The settings a consumer's constructor was given: a ConsumerConfig, a mapping (either
+        spelling, as confluent-kafka's ``Consumer({...})`` takes it) or nothing, plus keyword
+        settings, which override a ConsumerConfig's and may not repeat a mapping's keys.
+
+        ``TransactionalConsumer({"bootstrap.servers": "...", "group.id": "g"})`` works as
+        ``TransactionalConsumer(bootstrap_servers="...", group_id="g")`` does. Raises ConfigError
+        (unknown keys, librdkafka spellings with the setting to use instead, a key given twice,
+        anything else passed as ``config``).
+        """
+        result: ConsumerConfig = config_from_arguments(cls, config, settings,
+                                                       "{'bootstrap.servers': ..., 'group.id': ...}")
+        return result
+
+    def with_overrides(self, **overrides: Any) -> ConsumerConfig:
+        """A copy with some settings changed (either spelling), validated like a new config."""
+        values = {key: coerce_text(type(self), key, value)
+                  for key, value in type(self).normalize_keys(overrides).items()}
+        return attrs.evolve(self, **values)
 
     # --- views for the layers below -----------------------------------------------------------------
 

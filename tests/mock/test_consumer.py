@@ -446,6 +446,23 @@ def test_a_partition_back_after_a_missed_generation_starts_at_the_committed_offs
     assert member.plan == [] and consumer.position(t0) == 13  # past the commit marker
 
 
+def test_a_settings_mapping_in_either_spelling_makes_a_consumer(mock_cluster: MockCluster) -> None:
+    """confluent-kafka's ``Consumer({...})`` spelling: it used to raise AttributeError."""
+    mock_cluster.create_topic("mapped", partitions=1)
+    with TransactionalProducer(bootstrap_servers=mock_cluster.bootstrap_servers,
+                               transactional_id="mapped") as p:
+        p.init_transactions()
+        with p.transaction():
+            p.send("mapped", b"v", partition=0)
+    consumer = TransactionalConsumer({"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                      "auto.offset.reset": "earliest"}, fetch_max_wait_ms=50)
+    try:
+        consumer.assign([TopicPartition("mapped", 0)])
+        assert [r.value for r in _read_until(consumer, 1)] == [b"v"]
+    finally:
+        consumer.close(timeout=5)
+
+
 def test_settings_the_path_cannot_honour_are_config_errors_naming_the_key() -> None:
     with pytest.raises(ConfigError, match="enable_auto_commit"):
         TransactionalConsumer(**{"bootstrap.servers": "127.0.0.1:9", "enable.auto.commit": "true"})

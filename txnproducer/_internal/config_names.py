@@ -62,6 +62,10 @@ _REFUSED_JAVA_KEYS: dict[str, str] = {
     "ssl.trustmanager.algorithm": "use ssl_context",
     "ssl.engine.factory.class": "use ssl_context",
     "ssl.secure.random.implementation": "use ssl_context",
+    # the consumer's
+    "auto.commit.interval.ms": "offsets are committed with the transaction "
+                               "(producer.send_offsets_to_transaction), never automatically",
+    "check.crcs": "record batches' CRC-32C is always checked",
 }
 
 
@@ -128,6 +132,25 @@ def normalize_keys(cls: Any, mapping: Mapping[str, Any]) -> dict[str, Any]:
         out[key] = java_value(key, raw_key, value)
         given_as[key] = raw_key
     return out
+
+
+def config_from_arguments(cls: Any, config: Any, settings: Mapping[str, Any], example: str) -> Any:
+    """A settings class (ProducerConfig, ConsumerConfig) from what a constructor was given: an
+    instance, a mapping in either spelling (as confluent-kafka's ``Producer({...})`` and
+    ``Consumer({...})`` take it) or nothing, plus keyword settings, which override an instance's
+    and may not repeat a mapping's keys. ConfigError otherwise."""
+    if config is None:
+        return cls.from_mapping(settings)
+    if isinstance(config, cls):
+        return config.with_overrides(**settings) if settings else config
+    if isinstance(config, Mapping):
+        twice = sorted(set(config) & set(settings))
+        if twice:
+            raise ConfigError(f"configuration key {twice[0]!r} given twice (in the mapping and as a "
+                              "keyword argument)")
+        return cls.from_mapping({**config, **settings})
+    raise ConfigError(f"config must be a {cls.__name__} or a mapping of settings (such as {example}), got "
+                      f"{type(config).__name__}")
 
 
 _INT_TEXT = re.compile(r"^\s*-?\d+\s*$")

@@ -1,4 +1,5 @@
-"""librdkafka's (confluent-kafka's) setting names that are not ours, and what to write instead.
+"""librdkafka's (confluent-kafka's) setting names that are not ours, and what to write instead
+(producer and consumer settings: one table, as librdkafka has one namespace).
 
 Why a table: a confluent-kafka user's first line is ``Producer({"bootstrap.servers": ...,
 "transactional.id": ..., "queue.buffering.max.ms": 5, "sasl.username": ...})``. Keys spelled as
@@ -10,9 +11,9 @@ configuration hold both with different values, so each is refused with the setti
 job here, and every such key of a mapping is named in one error: a migrated configuration is fixed
 in one edit. Values are never echoed (``sasl.password`` is a secret).
 
-Surveyed from librdkafka's CONFIGURATION.md (the global and topic properties marked ``*`` or
-``P``); keys a producer rarely sets are left to the "unknown configuration key ... did you mean"
-message.
+Surveyed from librdkafka's CONFIGURATION.md (the global and topic properties marked ``*``, ``P``
+or ``C``); keys a producer or consumer rarely sets are left to the "unknown configuration key ... did
+you mean" message.
 
 May import: nothing of txnproducer (a leaf).
 """
@@ -102,6 +103,28 @@ _TABLE: dict[str, tuple[str | None, str]] = {
     "broker.address.family": (None, _NOT_NEEDED),
     "message.copy.max.bytes": (None, _NOT_NEEDED),
     "receive.message.max.bytes": (None, _NOT_NEEDED),
+    # --- the consumer's: the same setting under another name (fetch.wait.max.ms and
+    # fetch.message.max.bytes are accepted as aliases: ConsumerConfig) -----------------------------
+    "fetch.error.backoff.ms": ("retry.backoff.ms", ""),
+    # --- the consumer's librdkafka-only settings ------------------------------------------------------
+    "enable.partition.eof": (None, "poll() returns nothing when a partition is caught up; no event is "
+                                   "made of it"),
+    "queued.min.messages": (None, "prefetching is bounded in bytes: fetch.max.bytes and "
+                                  "max.partition.fetch.bytes"),
+    "queued.max.messages.kbytes": (None, "prefetching is bounded in bytes: fetch.max.bytes and "
+                                         "max.partition.fetch.bytes"),
+    "enable.auto.offset.store": (None, "offsets are committed with the transaction "
+                                       "(producer.send_offsets_to_transaction(...)), never stored aside"),
+    "offset_commit_cb": (None, "offsets are committed with the transaction: its commit_transaction() "
+                               "returns or raises"),
+    "on_commit": (None, "offsets are committed with the transaction: its commit_transaction() returns or "
+                        "raises"),
+    "rebalance_cb": (None, "pass a rebalance listener to subscribe(topics, listener=...): "
+                           "on_partitions_revoked / on_partitions_assigned / on_partitions_lost, as Java's "
+                           "ConsumerRebalanceListener"),
+    "consume.callback.max.messages": (None, "poll(timeout, max_records) returns at most max_records "
+                                            "(max.poll.records by default)"),
+    "coordinator.query.interval.ms": (None, _NOT_NEEDED),
 }
 
 #: librdkafka's named partitioners (its ``partitioner`` setting takes a name, ours a callable)
