@@ -124,6 +124,24 @@ def test_two_running_pools_with_one_prefix_fence_each_other(mock_cluster: MockCl
     assert _committed(mock_cluster, "pool-twins") == [b"survivor"]
 
 
+def test_a_taken_over_pools_first_error_names_the_other_producer_before_a_timeout(
+        mock_cluster: MockCluster, make_pool: Any) -> None:
+    """The zombie's first error is its record's INVALID_PRODUCER_EPOCH: with its transaction open for
+    far less than transaction_timeout_ms, a timeout cannot be the cause, so the message names the other
+    producer with the same transactional id first."""
+    mock_cluster.create_topic("pool-taken", partitions=1)
+    first = make_pool("pool-taken", 1)
+    first.init_transactions()
+    make_pool("pool-taken", 1).init_transactions()
+    with pytest.raises(errors.ProducerFencedError), first.transaction() as zombie:
+        with pytest.raises(errors.InvalidProducerEpochError) as seen:
+            zombie.send("pool-taken", b"zombie", partition=0).get(10)
+        raise seen.value
+    message = str(seen.value)
+    assert "most likely because another producer with the same transactional_id has started" in message
+    assert "longer than transaction_timeout_ms" not in message
+
+
 def test_a_thread_waits_at_most_max_block_ms_for_a_producer(mock_cluster: MockCluster,
                                                             make_pool: Any) -> None:
     pool = make_pool("pool-wait", 1, max_block_ms=2000)

@@ -28,6 +28,7 @@ from txnproducer.errors import TxnProducerError
 from txnproducer.producer import TransactionalProducer
 from txnproducer.spark import PoolExhaustedError, pool_bound
 from txnproducer.spark import task as task_module
+from txnproducer.spark.completion import SinkCommitError
 from txnproducer.spark.options import SinkOptions
 from txnproducer.spark.state_topic import StateTopic
 from txnproducer.testing import MockCluster
@@ -224,3 +225,46 @@ def test_init_producer_id_count_of_a_plain_attempt(cluster: MockCluster, options
     since = cluster.requests.next_seq()
     commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)
     assert init_producer_ids(cluster, "q1-0-0", since) == 1
+
+
+@pytest.mark.parametrize("start", [32763, 32764], ids=["commit-at-32766", "init-at-32766"])
+def test_prepared_transactions_cross_the_end_of_the_epoch_range(
+        cluster: MockCluster, options: SinkOptions, start: int) -> None:
+    """Each attempt registers its id (epoch + 1) and the driver's EndTxn ends it (TV2: + 1): a pool id
+    reaches 32766 either at a commit, which rotates the producer id, or at a registration, which
+    gets a new one. Batches go on across both, and nothing ever runs at 32767."""
+    commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)  # registers q1-0-0
+    cluster.set_producer_epoch("q1-0-0", start)
+    expected = list(ROWS)
+    pids = set()
+    for batch in range(1, 4):
+        values = [b"e%d-%d" % (batch, i) for i in range(3)]
+        message = attempt(options, batch, 0, 0, values)
+        assert message.state is not None and message.state.transactional_id == "q1-0-0"
+        assert message.state.epoch < 32767
+        pids.add(message.state.producer_id)
+        commit(options, [message], batch)
+        expected += values
+    assert len(pids) == 2  # crossed to a new producer id once
+    assert_settled(cluster, TOPIC, expected)
+    assert not [e for e in cluster.request_log if e.fields.get("producer_epoch") == 32767
+                and e.api in ("EndTxn", "Produce", "AddPartitionsToTxn")]
+
+
+def test_a_prepared_transaction_timed_out_at_32766_is_reported_and_its_id_registers_anew(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    """The coordinator aborts a prepared transaction at 32766 on its own (Kafka 4.1 leaves the id at
+    32767): the driver's commit reports the lost records, as for any timed-out prepared transaction
+    (the query stops: docs/guide/spark.md), and the id's next registration - what the next attempt
+    does - gets a new producer id instead of the epoch no transaction can end at."""
+    commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)
+    cluster.set_producer_epoch("q1-0-0", 32765)  # the next registration lands on 32766
+    message = attempt(options, 1, 0, 0, [b"timed-out"])
+    assert message.state is not None and message.state.epoch == 32766
+    cluster.expire_transaction("q1-0-0")
+    with pytest.raises(SinkCommitError, match="RECORDS WERE LOST"), committer(options) as driver:
+        driver.commit([message], 1)
+    with task_module._producer(options, "q1-0-0") as registering:
+        registering.init_transactions()
+        assert registering.producer_id != message.state.producer_id and registering.epoch == 0
+    assert committed(cluster, TOPIC) == list(ROWS)

@@ -55,16 +55,26 @@ def test_tv2_sequence_error_abort_lets_the_coordinator_bump() -> None:
 
 
 def test_invalid_producer_epoch_on_produce_is_abortable_after_timeout() -> None:
-    tm, _, _ = drv.in_transaction(tv=2)
+    tm, clock, _ = drv.in_transaction(tv=2)
+    clock.advance_ms(61_000)  # open past transaction_timeout_ms=60000
     # kafka-python-style or txnproducer error with code 47: abortable on the produce path (KIP-588)
     drv.fail_batch(tm, errors.InvalidProducerEpochError("stale epoch", error_code=47))
     assert tm.state is State.ABORTABLE_ERROR
     assert isinstance(tm.last_error, errors.AbortableError)
-    assert "transaction_timeout_ms" in str(tm.last_error)
+    assert "open for 61000 ms, longer than transaction_timeout_ms=60000" in str(tm.last_error)
     result = tm.begin_abort()
     drv.take(tm).handle_response(drv.end_txn(producer_id=7, epoch=1))  # coordinator: retry of its own abort
     result.wait(1.0)
     assert tm.state is State.READY and tm.producer_id_and_epoch.epoch == 1
+
+
+def test_invalid_producer_epoch_within_the_timeout_names_another_producer_first() -> None:
+    tm, clock, _ = drv.in_transaction(tv=2)
+    clock.advance_ms(1_000)
+    drv.fail_batch(tm, errors.InvalidProducerEpochError("stale epoch", error_code=47))
+    message = str(tm.last_error)
+    assert "most likely because another producer with the same transactional_id has started" in message
+    assert "transaction_timeout_ms" not in message
 
 
 def test_producer_fenced_on_produce_is_fatal_and_fails_waiters() -> None:

@@ -48,7 +48,6 @@ from txnproducer._internal.protocol.error_codes import (
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
-from txnproducer._internal.txn.error_policy import as_abortable_produce_error
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
 
@@ -506,7 +505,7 @@ class Sender(threading.Thread):
             return
         exc: BaseException = produce_error(code, message)
         if code == ec.INVALID_PRODUCER_EPOCH:  # the record's future says why, as the commit does
-            exc = as_abortable_produce_error(exc, code, batch.tp)
+            exc = self._tm.abortable_produce_error(exc, code, batch.tp)
         if not within_time:
             exc = errors.DeliveryTimeoutError(
                 f"batch for {batch.tp.topic}-{batch.tp.partition} not acknowledged within "

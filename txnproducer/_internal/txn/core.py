@@ -23,7 +23,7 @@ from kafka.structs import TopicPartition
 from txnproducer import errors
 from txnproducer._internal.log import debug_enabled
 from txnproducer._internal.metrics import ProducerMetrics
-from txnproducer._internal.txn.error_policy import fenced_error, reraisable
+from txnproducer._internal.txn.error_policy import as_abortable_produce_error, fenced_error, reraisable
 from txnproducer._internal.txn.observer import TransitionObserver
 from txnproducer._internal.txn.producer_id import NONE_PRODUCER_ID_AND_EPOCH, ProducerIdAndEpoch
 from txnproducer._internal.txn.request_queue import TxnRequestQueue
@@ -223,13 +223,23 @@ class TxnCore:
         A transaction open longer than ``transaction_timeout_ms`` gets the same answer once the
         coordinator aborted it and bumped the epoch: the message then says so, so that the first
         error a user sees after a timeout names the timeout, not only "another producer"."""
-        overran_ms = None
+        return fenced_error(self.transactional_id, self._pid.producer_id, self._pid.epoch, code, api,
+                            open_ms=self._overran_ms(), transaction_timeout_ms=self.transaction_timeout_ms)
+
+    def abortable_produce_error(self, exc: BaseException, code: int | None,
+                                tp: TopicPartition) -> BaseException:
+        """The AbortableError a failed batch makes (see ``error_policy.as_abortable_produce_error``):
+        INVALID_PRODUCER_EPOCH names a timeout first only if the transaction ran past it."""
+        return as_abortable_produce_error(exc, code, tp, open_ms=self._overran_ms(),
+                                          transaction_timeout_ms=self.transaction_timeout_ms)
+
+    def _overran_ms(self) -> int | None:
+        """How long the open transaction has been open, if longer than transaction_timeout_ms."""
         if self.txn_begun_at is not None and self.state in TRANSACTION_OPEN:
             open_ms = int((self._clock() - self.txn_begun_at) * 1000)
             if open_ms > self.transaction_timeout_ms:
-                overran_ms = open_ms
-        return fenced_error(self.transactional_id, self._pid.producer_id, self._pid.epoch, code, api,
-                            open_ms=overran_ms, transaction_timeout_ms=self.transaction_timeout_ms)
+                return open_ms
+        return None
 
     def version_for(self, request_cls: Any) -> int:
         """The version of ``request_cls`` to send now (transaction version, broker's range)."""

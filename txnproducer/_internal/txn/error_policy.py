@@ -133,19 +133,32 @@ def as_fatal_produce_error(
     return fresh
 
 
-def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPartition) -> BaseException:
+def as_abortable_produce_error(exc: BaseException, code: int | None, tp: TopicPartition, *,
+                               open_ms: int | None = None,
+                               transaction_timeout_ms: int | None = None) -> BaseException:
     """An AbortableError for a failed batch, keeping an AbortableError as it is.
 
-    INVALID_PRODUCER_EPOCH always gets the explanation below (it is the one produce error whose
-    usual cause, a coordinator-side timeout, the application can act on).
+    INVALID_PRODUCER_EPOCH always gets an explanation (it is the one produce error whose cause the
+    application can act on): the coordinator bumped the epoch, because the transaction ran past
+    ``transaction_timeout_ms`` - said first when ``open_ms`` (how long it has been open) is past it -
+    or because another producer with the same transactional id started, which is then the likelier
+    cause (a second instance, a pool with the same prefix).
     """
     if code == INVALID_PRODUCER_EPOCH:
+        taken = ("another producer with the same transactional_id has started (then abort_transaction()"
+                 " raises ProducerFencedError)")
+        if open_ms is not None:  # open past the timeout: the likeliest cause
+            why = (f"most likely because the transaction was open for {open_ms} ms, longer than"
+                   f" transaction_timeout_ms={transaction_timeout_ms}, and the coordinator aborted it (or"
+                   f" {taken})")
+        elif transaction_timeout_ms is not None:  # not past it: it cannot have timed out
+            why = f"most likely because {taken}, or an operator aborted the transaction"
+        else:
+            why = ("most likely because the transaction ran longer than transaction_timeout_ms and the"
+                   f" coordinator aborted it (or {taken})")
         epoch_error = errors.InvalidProducerEpochError(
             f"the broker rejected a batch for {tp.topic}-{tp.partition} with INVALID_PRODUCER_EPOCH: the"
-            " coordinator bumped the epoch, most likely because the transaction ran longer than"
-            " transaction_timeout_ms and was aborted (or another producer with the same transactional_id"
-            " has started: then the abort raises ProducerFencedError). Call abort_transaction() and start"
-            " a new transaction",
+            f" coordinator bumped the epoch, {why}. Call abort_transaction() and start a new transaction",
             error_code=code,
         )
         epoch_error.__cause__ = exc

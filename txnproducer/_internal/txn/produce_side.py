@@ -22,7 +22,6 @@ from txnproducer._internal.protocol.error_codes import (
 )
 from txnproducer._internal.txn.core import TxnCore
 from txnproducer._internal.txn.error_policy import (
-    as_abortable_produce_error,
     as_fatal_produce_error,
     code_of,
     is_fatal_produce_error,
@@ -175,7 +174,7 @@ class ProduceSide(TxnCore):
             elif self.state in (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTABLE_ERROR):
                 if self._tv < 2:
                     self._epoch_bump_required = True
-                self.transition_to_abortable_error(as_abortable_produce_error(exc, code, tp))
+                self.transition_to_abortable_error(self.abortable_produce_error(exc, code, tp))
             elif (self.state is State.ABORTING_TRANSACTION and self._tv < 2 and base_sequence >= 0
                   and producer_epoch == self._pid.epoch):
                 # A batch that was sent failed, or expired unanswered, while the transaction was
