@@ -90,6 +90,8 @@ FILES = ["tv2_commit_flow", "tv1_commit_flow", "errors", "txn_timeout", "epoch_b
 #: the read path's recordings, in this repository (see the module docstring)
 READ_PATH_RECORDINGS = Path(__file__).resolve().parents[1] / "conformance" / "kafka-4.1.0"
 READ_PATH_FILES = ["read_offsets", "fetch_sessions", "classic_group"]
+#: transactional recordings kept in this repository too (tests/conformance/record_epoch_exhaustion.py)
+REPO_TXN_FILES = ["epoch_exhaustion"]
 
 TXN_REQUESTS: dict[str, Any] = {
     "InitProducerId": InitProducerIdRequest,
@@ -423,10 +425,10 @@ class HandlerReplay(Replay):
                 return
 
 
-@pytest.mark.parametrize("file_name", FILES)
+@pytest.mark.parametrize("file_name", FILES + REPO_TXN_FILES)
 def test_handler_level_replay(file_name: str) -> None:
     replay = HandlerReplay(file_name)
-    replay.run_file(load(file_name))
+    replay.run_file(load(file_name, RECORDINGS if file_name in FILES else READ_PATH_RECORDINGS))
     assert replay.checked > 0
     assert not replay.diffs, "\n".join(replay.diffs)
 
@@ -623,12 +625,12 @@ class WireReplay(HandlerReplay):
                 self.diffs.append(f"{where} wait_for_markers: state {got}, recorded {step['final_state']}")
 
 
-@pytest.mark.parametrize("file_name", FILES)
+@pytest.mark.parametrize("file_name", FILES + REPO_TXN_FILES)
 def test_wire_level_replay(file_name: str) -> None:
     with MockCluster(num_brokers=1, transaction_version=2) as cluster:
         replay = WireReplay(file_name, cluster)
         try:
-            replay.run_file(load(file_name))
+            replay.run_file(load(file_name, RECORDINGS if file_name in FILES else READ_PATH_RECORDINGS))
         finally:
             replay.close()
     assert replay.checked > 0
