@@ -12,6 +12,7 @@ transaction can never end (KAFKA-20090). MockCluster answers at the boundary as 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests._support.aio import AsyncProducerFactory, run
 from tests._support.producers import ProducerFactory
 from txnproducer import errors
 from txnproducer._internal.txn.producer_id import ProducerIdAndEpoch
+from txnproducer.aio import AsyncTransactionalProducerPool
 from txnproducer.pool import TransactionalProducerPool
 from txnproducer.producer import TransactionalProducer
 from txnproducer.testing import MockCluster
@@ -271,3 +273,32 @@ def make_producer_registered(cluster: MockCluster, txn_id: str, epoch: int) -> N
                                max_block_ms=10_000) as registering:
         registering.init_transactions()
     cluster.set_producer_epoch(txn_id, epoch - 1)
+
+
+def test_async_pool_member_crosses_after_a_timeout_at_32766(cluster: MockCluster) -> None:
+    make_producer_registered(cluster, "tx-aio-pool-exhaust-0", LAST_EPOCH - 1)
+    pool = AsyncTransactionalProducerPool(bootstrap_servers=cluster.bootstrap_servers, size=1,
+                                          transactional_id_prefix="tx-aio-pool-exhaust", max_block_ms=10_000,
+                                          request_timeout_ms=5_000)
+    committed: list[bytes] = []
+
+    async def main() -> tuple[Any, int]:
+        await pool.init_transactions()
+        with pytest.raises(RuntimeError):
+            async with pool.transaction() as member:
+                assert member.epoch == LAST_EPOCH - 1
+                old_pid = int(member.producer_id)
+                await (await member.send(TOPIC, b"timed-out", partition=0))
+                cluster.expire_transaction("tx-aio-pool-exhaust-0")
+                raise RuntimeError("the application gives up: the pool aborts")
+        for i in range(2):
+            async with pool.transaction() as member:
+                await member.send(TOPIC, b"aio-pool-%d" % i, partition=i % 2)
+            committed.append(b"aio-pool-%d" % i)
+        return member, old_pid
+
+    try:
+        member, old_pid = run(main())
+        assert_crossed_cleanly(cluster, member, old_pid, committed)
+    finally:
+        run(pool.close(1))
