@@ -30,7 +30,7 @@ from kafka.admin import KafkaAdminClient
 
 from tests._support import readers
 from txnproducer.spark import pool_bound
-from txnproducer.spark.options import DEFAULT_SLOTS, default_prefix
+from txnproducer.spark.sink.options import DEFAULT_SLOTS, default_prefix
 
 __all__ = ["Driver", "ScenarioReport", "StreamScenario", "check_outcome", "run_stream_scenario",
            "transactional_ids"]

@@ -1,7 +1,7 @@
 """The Spark application the sink tests run in a subprocess (local, standalone cluster or Connect).
 
 A subprocess because the scenarios kill the driver: the test starts this script as a session
-leader, the sink's fault hook (``txnproducer.spark._faults``) SIGKILLs the whole session at the
+leader, the sink's fault hook (``txnproducer.spark.sink._faults``) SIGKILLs the whole session at the
 requested point, and the test starts it again from the same checkpoint. Kafka (a MockCluster or a
 real broker) lives outside it, and so does, on a cluster, every executor.
 

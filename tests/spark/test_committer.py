@@ -20,11 +20,11 @@ from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 from tests._support import sink_protocol as protocol
 from txnproducer.spark import SinkCommitError
-from txnproducer.spark import committer as committer_module
-from txnproducer.spark.commit_log import CommitLog
-from txnproducer.spark.options import SinkOptions
-from txnproducer.spark.sink import TxnKafkaDataSource
-from txnproducer.spark.state_topic import close_shared_state_topic
+from txnproducer.spark.datasource import TxnKafkaDataSource
+from txnproducer.spark.sink import committer as committer_module
+from txnproducer.spark.sink.commit_log import CommitLog
+from txnproducer.spark.sink.options import SinkOptions
+from txnproducer.spark.sink.state_topic import close_shared_state_topic
 from txnproducer.testing import MockCluster
 
 TOPIC = protocol.TOPIC

@@ -23,8 +23,8 @@ from tests._support import sink_protocol as protocol
 from txnproducer.admin import TopicPartition, TransactionsAdmin
 from txnproducer.admin.spark_view import spark_sink_status
 from txnproducer.cli import main
-from txnproducer.spark import committer as committer_module
-from txnproducer.spark.options import SinkOptions
+from txnproducer.spark.sink import committer as committer_module
+from txnproducer.spark.sink.options import SinkOptions
 from txnproducer.testing import MockCluster
 
 TOPIC = protocol.TOPIC

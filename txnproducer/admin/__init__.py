@@ -16,9 +16,10 @@ plans and aborts), the Spark sink's view (``spark_view.py``), the one synchronou
 
 What it may import: ``txnproducer.errors``, ``config``, ``prepared``, ``_internal.network`` (the
 connection), ``_internal.protocol`` (error codes), ``_internal.log``, ``_internal.properties_file``,
-the Spark sink's state readers (``spark.decision``, ``spark.state_topic``, ``spark.options``,
-``spark.id_pool``, which need no PySpark) and kafka-python's protocol classes - never the producer's
-transaction manager or Sender: the tools are a client of the cluster, not of a producer.
+the Spark sink's state readers (``spark.sink.decision``, ``spark.sink.state_topic``,
+``spark.sink.options``, ``spark.sink.id_pool``, which need no PySpark) and kafka-python's protocol
+classes - never the producer's transaction manager or Sender: the tools are a client of the cluster,
+not of a producer.
 """
 
 from __future__ import annotations

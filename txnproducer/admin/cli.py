@@ -294,7 +294,7 @@ def _abort(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> i
 
 
 def _run_spark(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> int:
-    from txnproducer.spark.options import default_prefix
+    from txnproducer.spark.sink.options import default_prefix
 
     from .spark_view import spark_sink_status
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import attrs
 
-from ..config import ProducerConfig
-from ..errors import ConfigError
+from ...config import ProducerConfig
+from ...errors import ConfigError
 from .tracing import check_providers_option
 
 __all__ = ["DEFAULT_SLOTS", "DEFAULT_STATE_TOPIC", "PRODUCER_DEFAULTS", "SinkOptions", "default_prefix"]
@@ -74,7 +74,7 @@ class SinkOptions:
     prepared transactions completed concurrently by the driver. ``commit_timeout_s``: bound on
     completing one of them, and on each read or write of the state topic. ``otel_providers``:
     ``module:function`` returning the OpenTelemetry providers of each Python worker
-    (:mod:`txnproducer.spark.tracing`)."""
+    (:mod:`txnproducer.spark.sink.tracing`)."""
 
     # the settings hold passwords (kafka.sasl.plain.password, ...): never in the repr
     producer_settings: dict[str, str] = attrs.field(repr=lambda s: repr(ProducerConfig.redacted(s)))
