@@ -106,6 +106,14 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
     ("txnproducer.spark.sink", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
         "txnproducer._internal.log", "txnproducer._internal.network.redaction", "txnproducer.otel",
+        "txnproducer.spark.kafka_options",
+    )),
+    # the source: the consumer on executors, the admin tools' connection and requests on the driver
+    ("txnproducer.spark.source", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.consumer", "txnproducer.consumer_config",
+        "txnproducer._internal.log", "txnproducer.spark.kafka_options", "txnproducer.admin.connection",
+        "txnproducer.admin.metadata", "txnproducer.admin.list_offsets", "txnproducer.admin.settings",
+        "txnproducer.admin.results", "txnproducer.admin.errors",
     )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",

@@ -9,7 +9,7 @@ migration from an older version's commit log (``legacy``, ``commit_log``), OpenT
 guarantee: :mod:`txnproducer.spark.sink.writer`.
 
 What it may import: the public producer API (``txnproducer.producer``, ``config``, ``errors``,
-``prepared``), ``_internal.log``, ``_internal.network.redaction``, ``txnproducer.otel``, kafka-python,
-pyarrow and PySpark (only ``writer`` and ``task``) - never the producer's internals, and nothing of
-the source.
+``prepared``), ``_internal.log``, ``_internal.network.redaction``, ``txnproducer.otel``, the shared
+``spark.kafka_options``, kafka-python, pyarrow and PySpark (only ``writer`` and ``task``) - never the
+producer's internals, and nothing of the source.
 """
