@@ -83,8 +83,10 @@ _REFUSED_KAFKA = {
 _ISOLATION = ("isolation.level", "isolation_level")
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60_000
-#: what the source sets for its consumers unless the user does (docs/guide/spark.md)
-CONSUMER_DEFAULTS = {"client.id": "txnkafka-source"}
+#: what the source sets for its consumers unless the user does (docs/guide/spark.md). A kept
+#: consumer's fetch ahead (sent before a task ends, held by the broker until data comes or this
+#: passes) delays the next task's fetch to that broker when it reads elsewhere: 100 ms, not 500.
+CONSUMER_DEFAULTS = {"client.id": "txnkafka-source", "fetch.max.wait.ms": "100"}
 _TIME_UNITS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
