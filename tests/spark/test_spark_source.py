@@ -27,6 +27,7 @@ if shutil.which("java") is None:
     pytest.skip("no java on PATH (PySpark needs a JVM)", allow_module_level=True)
 
 from tests._support import readers
+from tests._support.examples import load_example
 from tests._support.source_input import (
     LAYOUT,
     Record,
@@ -35,6 +36,7 @@ from tests._support.source_input import (
     write_layout,
 )
 from tests._support.spark_runner import TEST_JVM_OPTIONS
+from txnproducer.admin.cli import spark_main
 from txnproducer.spark.source.stream import ADMISSION_CONTROL
 from txnproducer.testing import MockCluster
 
@@ -263,7 +265,7 @@ def checkpoint_offsets(checkpoint: Path) -> list[dict[str, Any]]:
 
 
 def test_a_stream_restarted_from_its_checkpoint_is_exactly_once(
-    spark: Any, kafka: MockCluster, tmp_path: Path
+    spark: Any, kafka: MockCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kafka.create_topic("stream-in", 2)
     kafka.create_topic("stream-out", 2)
@@ -284,6 +286,12 @@ def test_a_stream_restarted_from_its_checkpoint_is_exactly_once(
     assert last == {"stream-in": {str(p): ends[p] for p in range(3)}}, (
         "Spark's Kafka source JSON, at the LSOs"
     )
+    # txnproducer spark status on the query's checkpoint: the input caught up, the sink's batch done
+    argv = ["status", "--bootstrap-server", kafka.bootstrap_servers, "--checkpoint-dir", str(tmp_path / "ckpt")]
+    code = spark_main([*argv, "--json"])
+    found = json.loads(capsys.readouterr().out)
+    assert code == 0 and found["source"]["verdict"].startswith("caught up"), found["source"]
+    assert found["sink"]["verdict"].startswith("idle: batch"), found["sink"]
 
 
 @pytest.mark.skipif(not ADMISSION_CONTROL, reason="maxOffsetsPerTrigger needs PySpark 4.2+")
@@ -319,3 +327,12 @@ def test_a_deleted_topic_fails_the_stream_naming_it(spark: Any, kafka: MockClust
     assert "partition(s) doomed-0 no longer exist" in str(failed.exception())
     lenient = run_stream(spark, kafka, {**source, "failOnDataLoss": "false"}, tmp_path / "ckpt", "doomed-out")
     assert lenient.exception() is None
+
+
+def test_the_pipeline_example_is_exactly_once(spark: Any, kafka: MockCluster, tmp_path: Path) -> None:
+    """examples/spark_kafka_pipeline.py, in this module's session and cluster."""
+    example = load_example("spark_kafka_pipeline")
+    for topic in (example.ORDERS, example.UPPER):
+        kafka.create_topic(topic, 3)
+    committed, written = example.run_example(spark, kafka.bootstrap_servers, str(tmp_path))
+    assert committed == written == 300, "450 orders, 150 of them in aborted transactions"

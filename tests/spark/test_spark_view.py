@@ -36,7 +36,7 @@ class DriverKilled(BaseException):
 
 
 def kill_driver_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    def crash_point(name: str, batch: int) -> None:
+    def crash_point(name: str, batch: int, prefix: str = "") -> None:
         if name == point:
             raise DriverKilled(f"{name}:{batch}")
 

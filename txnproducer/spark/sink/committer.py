@@ -121,11 +121,11 @@ class Committer:
                 return
         decision = Decision(self.prefix, batch, COMMIT, DECIDED, tuple(states), query,
                             announce_from=self._announce_from(latest))
-        crash_point("before_decision", batch)
+        crash_point("before_decision", batch, self.prefix)
         decision = self.state.write_decision(decision)  # the commit point
-        crash_point("after_decision", batch)
+        crash_point("after_decision", batch, self.prefix)
         self._complete(decision, states[:1])
-        crash_point("after_first_commit", batch)
+        crash_point("after_first_commit", batch, self.prefix)
         self._complete(decision, states[1:])
         self._finish(decision)
 
