@@ -287,7 +287,8 @@ def test_a_stream_restarted_from_its_checkpoint_is_exactly_once(
         "Spark's Kafka source JSON, at the LSOs"
     )
     # txnproducer spark status on the query's checkpoint: the input caught up, the sink's batch done
-    argv = ["status", "--bootstrap-server", kafka.bootstrap_servers, "--checkpoint-dir", str(tmp_path / "ckpt")]
+    argv = ["status", "--bootstrap-server", kafka.bootstrap_servers]
+    argv += ["--checkpoint-dir", str(tmp_path / "ckpt")]
     code = spark_main([*argv, "--json"])
     found = json.loads(capsys.readouterr().out)
     assert code == 0 and found["source"]["verdict"].startswith("caught up"), found["source"]
