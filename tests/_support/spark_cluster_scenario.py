@@ -206,6 +206,10 @@ def check_pipe(s: StreamScenario) -> None:
     assert sorted(piped) == sorted(b"piped-" + v for v in committed), (
         f"the pipe is not exactly once: {len(piped)} rows for {len(committed)} committed inputs")
     readers.assert_no_open_transaction(s.bootstrap, s.pipe_topic, SPARK_PARTITIONS)
+    written = sum(len(r) for r in readers.read_all(s.bootstrap, s.pipe_topic, SPARK_PARTITIONS,
+                                                   "read_uncommitted").values())
+    print(f"pipe: {len(piped)} rows committed, {written - len(piped)} more written by attempts that were"
+          " aborted (its own batches' task faults)")
 
 
 def check_outcome(s: StreamScenario, report: ScenarioReport) -> None:

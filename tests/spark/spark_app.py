@@ -201,7 +201,7 @@ def _pipe(spark: Any, args: argparse.Namespace, options: dict[str, str], availab
              .selectExpr("key", "concat('piped-', CAST(value AS STRING)) AS value")
              .writeStream.format("txnkafka").options(**options).option("topic", args.pipe_topic)
              .option("checkpointLocation", args.pipe_checkpoint))
-    trigger = {"availableNow": True} if available_now else {"processingTime": "2 seconds"}
+    trigger = {"availableNow": True} if available_now else {"processingTime": "5 seconds"}
     return piped.trigger(**trigger).start()
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from tests._support.source_input import (
     write_interleaved,
     write_layout,
 )
-from tests._support.spark_runner import TEST_JVM_OPTIONS
+from tests._support.spark_session import local_session
 from txnproducer.admin.cli import spark_main
 from txnproducer.spark.source.stream import ADMISSION_CONTROL
 from txnproducer.testing import MockCluster
@@ -51,35 +49,8 @@ def kafka() -> Iterator[MockCluster]:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    from txnproducer.spark import register
-
-    saved = dict(os.environ)
-    os.environ.update(
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        JAVA_TOOL_OPTIONS=TEST_JVM_OPTIONS,
-        PYTHONPATH=os.pathsep.join(
-            [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
-        ),
-    )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("txnkafka-source-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    try:
+    with local_session("txnkafka-source-test") as session:
         yield session
-    finally:
-        session.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def options(kafka: MockCluster, **more: str) -> dict[str, str]:
