@@ -288,6 +288,17 @@ def test_max_offsets_per_trigger_spreads_the_backlog_over_micro_batches(
     )
 
 
+@pytest.mark.skipif(ADMISSION_CONTROL, reason="PySpark 4.2+ has admission control")
+def test_without_admission_control_the_trigger_limits_are_refused_naming_the_version(
+    spark: Any, kafka: MockCluster, tmp_path: Path
+) -> None:
+    kafka.create_topic("unlimited", 1)
+    query = run_stream(
+        spark, kafka, {"subscribe": "unlimited", "maxOffsetsPerTrigger": "4"}, tmp_path / "ckpt", "unlimited"
+    )
+    assert "need PySpark 4.2+" in str(query.exception()), "PySpark 4.1 calls latestOffset() without a limit"
+
+
 def test_a_deleted_topic_fails_the_stream_naming_it(spark: Any, kafka: MockCluster, tmp_path: Path) -> None:
     kafka.create_topic("doomed", 1)
     kafka.create_topic("doomed-out", 1)
