@@ -170,9 +170,13 @@ def test_bad_input_fails_the_query_with_its_message_and_writes_nothing(
                 )
             assert message in str(caught.value), (message, str(caught.value)[-2000:])
     assert readers.read_values(kafka.bootstrap_servers, "never-written", 1) == []
+    custom = spark.read.format("txnkafka").schema("value string").options(**options(kafka, subscribe="in"))
+    with pytest.raises(Exception, match="txnkafka has a fixed schema"):
+        custom.load().collect()
 
 
-def test_a_topic_without_read_permission_fails_the_task_naming_it(spark: Any) -> None:
+def test_a_topic_without_read_permission_fails_the_task_naming_it(spark: Any, kafka: MockCluster) -> None:
+    kafka.create_topic("never-written-acl", 1)
     users = {"alice": "alice-pw", "admin": "admin-pw"}
     acls = [("User:alice", "topic", "guarded", "Describe")]
     with MockCluster(
@@ -205,10 +209,19 @@ def test_a_topic_without_read_permission_fails_the_task_naming_it(spark: Any) ->
             )
             .load()
         )
-        with pytest.raises(Exception) as caught:
-            df.collect()
+        with pytest.raises(Exception) as caught:  # downstream: the sink, on the module's cluster
+            (
+                df.select("value")
+                .write.format("txnkafka")
+                .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+                .option("topic", "never-written-acl")
+                .mode("append")
+                .save()
+            )
     assert "not authorized to read topic 'guarded'" in str(caught.value)
     assert "alice-pw" not in str(caught.value)
+    assert readers.read_values(kafka.bootstrap_servers, "never-written-acl", 1) == []
+    assert readers.end_offsets(kafka.bootstrap_servers, "never-written-acl", 1) == {0: 0}, "not even aborted"
 
 
 def run_stream(spark: Any, kafka: MockCluster, source: dict[str, str], checkpoint: Path, out: str) -> Any:

@@ -14,8 +14,8 @@ Bounds and errors:
 
 * no progress (the position does not move) for ``kafkaConsumer.pollTimeoutMs`` (120 s): a
   :class:`~txnproducer.TimeoutError` naming the partition, the position and the end - an open
-  transaction below ``end`` (only with endingOffsets past the last stable offset) or a log
-  truncated below ``end``;
+  transaction below ``end`` (only with endingOffsets past the last stable offset), a leader that
+  does not answer, or a log truncated below ``end``;
 * the start below the partition's log start (records deleted by retention or DeleteRecords), or
   past its end (the topic re-created): data loss, reported as ``failOnDataLoss`` says
   (:mod:`.data_loss`); without failing, the read goes on from the log start, or ends;
@@ -109,5 +109,5 @@ def read_range(consumer: TransactionalConsumer, r: OffsetRange, report: DataLoss
                 f" {position}"
                 f" for {poll_timeout_s:g} s (kafkaConsumer.pollTimeoutMs) short of the range's end {r.end}:"
                 " an open transaction holds the partition there (read_committed reads up to the last stable"
-                " offset), or its log was truncated below the end"
+                " offset), its leader did not answer, or its log was truncated below the end"
             )
