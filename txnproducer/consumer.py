@@ -81,7 +81,9 @@ class TransactionalConsumer:
     ``Consumer`` takes it; librdkafka-only keys are refused naming the setting to use), or a
     :class:`ConsumerConfig`, with keyword settings on top; a setting the consumer
     cannot honour (``enable_auto_commit=True``, ``isolation_level="read_uncommitted"``) is a
-    :class:`~txnproducer.ConfigError` naming the key.
+    :class:`~txnproducer.ConfigError` naming the key. ``read_uncommitted=True`` reads every record
+    (open and aborted transactions', up to the high watermark): for readers that are not an
+    exactly-once pipeline, such as the Spark source's ``kafka.isolation.level=read_uncommitted``.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class TransactionalConsumer:
         config: ConsumerConfig | Mapping[str, Any] | None = None,
         *,
         committed_offsets: CommittedOffsets | None = None,
+        read_uncommitted: bool = False,
         **settings: Any,
     ) -> None:
         config = ConsumerConfig.from_arguments(config, settings)
@@ -102,8 +105,9 @@ class TransactionalConsumer:
         self._log = get_logger("txnproducer.consumer").bind(client_id=config.effective_client_id)
         self._net = NetworkClient(config)
         self._assignment = Assignment()
-        self._fetcher = Fetcher(config, self._net, self._assignment)
-        self._offsets = OffsetLookups(config, self._net, self._assignment)
+        committed = not read_uncommitted
+        self._fetcher = Fetcher(config, self._net, self._assignment, read_committed=committed)
+        self._offsets = OffsetLookups(config, self._net, self._assignment, read_committed=committed)
         self._default_s = config.default_api_timeout_ms / 1000
         self._closed = False
         self._closing = False
@@ -301,7 +305,8 @@ class TransactionalConsumer:
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Up to ``max_records`` (default ``max_poll_records``) committed records, waiting at most
-        ``timeout`` seconds for some; [] when none came. Records come in offset order per partition.
+        ``timeout`` seconds for some; [] when none came, or at once when a position moved past markers
+        or aborted records only (as Java's). Records come in offset order per partition.
 
         Raises what a partition keeps (until you seek it): :class:`~txnproducer.OffsetOutOfRangeError`,
         :class:`~txnproducer.LogTruncationError` (``auto_offset_reset="none"``),
@@ -353,7 +358,7 @@ class TransactionalConsumer:
             self._raise_kept_errors()
             if self._fetcher.has_buffered():
                 out = self._fetcher.collect(limit, columns, chunks, deserializers=deserializers)
-                if out:
+                if out or self._fetcher.position_advanced:  # past markers only: return, as Java's
                     return out
             self._update_positions(deadline)
             self._fetcher.send_fetches()

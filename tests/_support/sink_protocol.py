@@ -17,11 +17,11 @@ from typing import Any
 import pyarrow as pa
 
 from txnproducer.producer import TransactionalProducer
-from txnproducer.spark.committer import Committer
-from txnproducer.spark.options import SinkOptions
-from txnproducer.spark.records import send_batches
-from txnproducer.spark.state_topic import StateTopic
-from txnproducer.spark.task import TaskIdentity, TxnKafkaCommitMessage, run_attempt
+from txnproducer.spark.sink.committer import Committer
+from txnproducer.spark.sink.options import SinkOptions
+from txnproducer.spark.sink.records import send_batches
+from txnproducer.spark.sink.state_topic import StateTopic
+from txnproducer.spark.sink.task import TaskIdentity, TxnKafkaCommitMessage, run_attempt
 from txnproducer.testing import MockCluster
 
 __all__ = ["PREFIX", "TOPIC", "arrow_rows", "assert_settled", "attempt", "committed", "committer",

@@ -16,6 +16,12 @@ kafka-python readers, never through a MockCluster shortcut:
    Faults on the way (``task_faults``): a task failing on its first attempt mid-write, an executor
    SIGKILLed mid-write; and the driver SIGKILLed after the commit point of ``crash_batch`` and
    restarted from its checkpoint.
+3. with ``pipe_topic``, beside it all along, the Kafka -> Spark -> Kafka pipeline: a second query
+   reads the counter stream's output with the ``txnkafka`` source (its transactions, and the aborted
+   ones of the failed and killed attempts), prefixes each value with ``piped-`` and writes it with
+   the sink - across the same task faults, the executor kill and the driver kill; at the end it is
+   stopped and started again on its checkpoint to read what is left. Checked: every committed input
+   exactly once in the pipe's output, nothing of an aborted transaction, no transaction left open.
 """
 
 from __future__ import annotations
@@ -30,9 +36,9 @@ from kafka.admin import KafkaAdminClient
 
 from tests._support import readers
 from txnproducer.spark import pool_bound
-from txnproducer.spark.options import DEFAULT_SLOTS, default_prefix
+from txnproducer.spark.sink.options import DEFAULT_SLOTS, default_prefix
 
-__all__ = ["Driver", "ScenarioReport", "StreamScenario", "check_outcome", "run_stream_scenario",
+__all__ = ["Driver", "ScenarioReport", "StreamScenario", "check_outcome", "check_pipe", "run_stream_scenario",
            "transactional_ids"]
 
 LSO_WITHIN_S = 10.0
@@ -62,8 +68,9 @@ class StreamScenario:
     batches: int = 22
     rows_per_batch: int = 100
     batch_rows: int = 20_000
-    task_faults: str = "fail@3:1,kill@7:0"  # see txnproducer/spark/_faults.py
+    task_faults: str = "fail@3:1,kill@7:0"  # see txnproducer/spark/sink/_faults.py
     crash_batch: int = 12
+    pipe_topic: str | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -79,7 +86,15 @@ class StreamScenario:
                 "--rows-per-batch", str(self.rows_per_batch), "--task-faults", self.task_faults]
         if self.batch_rows and first:
             args += ["--batch-topic", self.batch_topic, "--rows", str(self.batch_rows)]
+        if self.pipe_topic:
+            args += ["--pipe-topic", self.pipe_topic,
+                     "--pipe-checkpoint", str(self.workdir / "pipe-checkpoint")]
         return args
+
+    @property
+    def crash_at(self) -> str:
+        """The driver crash, of the counter query only (the pipe's sink counts its own batches)."""
+        return f"after_first_commit:{self.crash_batch}@{default_prefix(str(self.checkpoint))}"
 
 
 @attrs.define
@@ -145,7 +160,7 @@ def run_stream_scenario(s: StreamScenario) -> ScenarioReport:
     bound = pool_bound(SPARK_PARTITIONS, DEFAULT_SLOTS)
     report = ScenarioReport(batch_ids_before=transactional_ids(s.bootstrap, "txnkafka-batch-"))
     s.control.write_text("0")
-    driver = s.start_driver(s.app_args(first=True), f"after_first_commit:{s.crash_batch}")
+    driver = s.start_driver(s.app_args(first=True), s.crash_at)
     try:
         for batch in range(s.batches):
             s.control.write_text(str(batch + 1))
@@ -183,9 +198,23 @@ def check_faults_struck_mid_write(s: StreamScenario) -> None:
     assert written > s.batches * s.rows_per_batch, "no attempt was interrupted mid-write"
 
 
+def check_pipe(s: StreamScenario) -> None:
+    """The pipeline's output: each committed input once, prefixed; nothing aborted; nothing open."""
+    assert s.pipe_topic is not None
+    committed = readers.read_values(s.bootstrap, s.topic, SPARK_PARTITIONS)
+    piped = readers.read_values(s.bootstrap, s.pipe_topic, SPARK_PARTITIONS)
+    assert sorted(piped) == sorted(b"piped-" + v for v in committed), (
+        f"the pipe is not exactly once: {len(piped)} rows for {len(committed)} committed inputs")
+    readers.assert_no_open_transaction(s.bootstrap, s.pipe_topic, SPARK_PARTITIONS)
+    written = sum(len(r) for r in readers.read_all(s.bootstrap, s.pipe_topic, SPARK_PARTITIONS,
+                                                   "read_uncommitted").values())
+    print(f"pipe: {len(piped)} rows committed, {written - len(piped)} more written by attempts that were"
+          " aborted (its own batches' task faults)")
+
+
 def check_outcome(s: StreamScenario, report: ScenarioReport) -> None:
-    """After :func:`run_stream_scenario`: the batch write, the faults, and the restart's recovery.
-    Prints a summary (``pytest -rP`` shows it)."""
+    """After :func:`run_stream_scenario`: the batch write, the faults, and the restart's recovery
+    (and the pipe, when it ran). Prints a summary (``pytest -rP`` shows it)."""
     lags = sorted(report.lso_lag_s)
     print(f"{s.batches} micro-batches, {report.restarts} driver restart(s); commit -> LSO == HW:"
           f" max {lags[-1]:.2f}s, median {lags[len(lags) // 2]:.2f}s;"
@@ -195,3 +224,5 @@ def check_outcome(s: StreamScenario, report: ScenarioReport) -> None:
     assert max(report.lso_lag_s) < LSO_WITHIN_S
     restarted = report.driver_stderr[-1]
     assert "txn.spark_recovering_batch" in restarted and "txn.spark_replay_skipped" in restarted
+    if s.pipe_topic:
+        check_pipe(s)

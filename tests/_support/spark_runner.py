@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from txnproducer.spark._faults import _session_members
+from txnproducer.spark.sink._faults import _session_members
 
 __all__ = ["TEST_JVM_OPTIONS", "SparkApp", "run_spark_app", "spark_env"]
 

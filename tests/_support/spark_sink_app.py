@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 from tests._support.spark_runner import run_spark_app
-from txnproducer.spark.decision import Decision
-from txnproducer.spark.options import default_prefix
-from txnproducer.spark.state_topic import StateTopic
+from txnproducer.spark.sink.decision import Decision
+from txnproducer.spark.sink.options import default_prefix
+from txnproducer.spark.sink.state_topic import StateTopic
 from txnproducer.testing import MockCluster
 
 __all__ = ["APP", "FILES", "LINES", "PARTITIONS", "assert_no_open_transaction", "committed_values",

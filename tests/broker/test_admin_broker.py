@@ -366,7 +366,7 @@ def test_spark_status_shows_a_stopped_drivers_prepared_batch(broker: Any, topic:
 
     from tests._support import sink_protocol as protocol
     from txnproducer.admin.spark_view import spark_sink_status
-    from txnproducer.spark.state_topic import close_shared_state_topic
+    from txnproducer.spark.sink.state_topic import close_shared_state_topic
 
     prefix = f"{topic}-q"
     cluster: Any = types.SimpleNamespace(bootstrap_servers=broker.bootstrap)  # what sink_options reads

@@ -39,7 +39,7 @@ from tests._support.spark_sink_app import (
     make_input,
     stream_args,
 )
-from txnproducer.spark.options import default_prefix
+from txnproducer.spark.sink.options import default_prefix
 
 pytestmark = [pytest.mark.slow]
 

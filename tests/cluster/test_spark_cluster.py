@@ -6,7 +6,9 @@ checkpoint no executor can see; Kafka is a MockCluster in this process, reached 
 scenario and its checks (exactly once, last stable offset = high watermark within 10 s of every
 committed micro-batch, transactional ids within the pool over 22 micro-batches, a task failing on
 its first attempt, an executor SIGKILLed mid-write, the driver SIGKILLed after the commit point and
-restarted) are tests/_support/spark_cluster_scenario.py.
+restarted) are tests/_support/spark_cluster_scenario.py. Beside the paced query the driver runs the
+Kafka -> Spark -> Kafka pipeline (the ``txnkafka`` source reading that query's output, the sink
+writing it again) through the same faults: the source's cluster scenario, sharing this cluster.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def executor_logs(standalone: StandaloneCluster) -> str:
 def test_stream_and_batch_on_a_standalone_cluster_are_exactly_once(
         standalone: StandaloneCluster, tmp_path: Path) -> None:
     with MockCluster(num_brokers=3, transaction_version=2) as kafka:
-        for topic in ("out", "batch-out"):
+        for topic in ("out", "batch-out", "piped"):
             kafka.create_topic(topic, partitions=2)
         bootstrap = kafka.bootstrap_servers
 
@@ -42,7 +44,7 @@ def test_stream_and_batch_on_a_standalone_cluster_are_exactly_once(
             return SparkApp(APP, bootstrap, "--master", standalone.master_url, *args, crash_at=crash_at,
                             log=log)
 
-        scenario = StreamScenario(bootstrap, "out", "batch-out", tmp_path, start_driver)
+        scenario = StreamScenario(bootstrap, "out", "batch-out", tmp_path, start_driver, pipe_topic="piped")
         report = run_stream_scenario(scenario)
 
         check_outcome(scenario, report)

@@ -5,7 +5,8 @@ session and starts the same paced streaming query as tests/cluster/test_spark_cl
 Connect server (pyspark's ``sbin/start-connect-server.sh``) is the driver, on the same standalone
 cluster, so the sink's decisions run in the server's Python workers and its tasks on the
 executors. The driver crash after the commit point kills the server; a new server and a new
-client resume from the checkpoint.
+client resume from the checkpoint. Beside it, through Connect too, the Kafka -> Spark -> Kafka
+pipeline: the ``txnkafka`` source reading the paced query's output, the sink writing it again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ APP = Path(__file__).resolve().parents[1] / "spark" / "spark_app.py"
 
 def test_stream_through_spark_connect_is_exactly_once(standalone: StandaloneCluster, tmp_path: Path) -> None:
     with MockCluster(num_brokers=3, transaction_version=2) as kafka:
-        for topic in ("out", "batch-out"):
+        for topic in ("out", "batch-out", "piped"):
             kafka.create_topic(topic, partitions=2)
         bootstrap = kafka.bootstrap_servers
         starts: list[ConnectDriver] = []
@@ -40,7 +41,7 @@ def test_stream_through_spark_connect_is_exactly_once(standalone: StandaloneClus
             starts.append(driver)
             return driver
 
-        scenario = StreamScenario(bootstrap, "out", "batch-out", tmp_path, start_driver)
+        scenario = StreamScenario(bootstrap, "out", "batch-out", tmp_path, start_driver, pipe_topic="piped")
         report = run_stream_scenario(scenario)
 
         check_outcome(scenario, report)

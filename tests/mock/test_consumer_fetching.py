@@ -5,6 +5,7 @@ paths.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -115,3 +116,39 @@ def test_a_broker_is_not_fetched_from_while_one_of_its_partitions_has_records_bu
         since=since,
     )
     assert "forgotten" not in incremental.fields, incremental.fields
+
+
+@pytest.mark.parametrize("ending", ["abort", "commit-then-marker-alone"])
+def test_poll_returns_at_once_when_the_position_moves_past_markers_only(
+    mock_cluster: MockCluster, consumers: Any, ending: str
+) -> None:
+    """The Java consumer's ``Fetch.positionAdvanced``: a fetch answer holding only a transaction
+    marker (or only aborted records and their marker) moves the position without a record, and
+    poll() returns then, empty, instead of waiting out its timeout - a reader that stops once its
+    position reaches an offset past a marker (the Spark source's ranges) would otherwise wait."""
+    mock_cluster.create_topic(TOPIC, 1)
+    tp = TopicPartition(TOPIC, 0)
+    # one batch per fetch answer: the marker comes alone, after the records it commits
+    consumer = consumers(max_partition_fetch_bytes=1, fetch_max_wait_ms=20_000)
+    consumer.assign([tp])
+    with TransactionalProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="w",
+                               max_block_ms=10_000, request_timeout_ms=5_000) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for value in (b"a", b"b", b"c"):
+            producer.send(TOPIC, value, partition=0)
+        producer.flush()  # in the log before the transaction ends
+        if ending == "abort":
+            producer.abort_transaction()
+        else:
+            producer.commit_transaction()
+    if ending != "abort":
+        assert _values(consumer, 3) == [b"a", b"b", b"c"]
+        assert consumer.position(tp) == 3
+    started = time.monotonic()
+    # aborted: the data batch, then its marker, each alone in an answer: two polls, both at once
+    for _ in range(2 if ending == "abort" else 1):
+        assert consumer.poll(30.0) == []
+    waited = time.monotonic() - started
+    assert consumer.position(tp) == 4, "the position moved past the marker"
+    assert waited < 15.0, f"poll() waited {waited:.1f} s of its 30 s with the position already moved"

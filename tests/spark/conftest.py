@@ -15,7 +15,7 @@ from txnproducer.testing import MockCluster
 @pytest.fixture
 def cluster() -> Iterator[MockCluster]:
     from tests._support.sink_protocol import TOPIC
-    from txnproducer.spark.state_topic import close_shared_state_topic
+    from txnproducer.spark.sink.state_topic import close_shared_state_topic
 
     with MockCluster(num_brokers=1) as mock:
         mock.create_topic(TOPIC, partitions=2)

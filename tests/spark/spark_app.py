@@ -1,7 +1,7 @@
 """The Spark application the sink tests run in a subprocess (local, standalone cluster or Connect).
 
 A subprocess because the scenarios kill the driver: the test starts this script as a session
-leader, the sink's fault hook (``txnproducer.spark._faults``) SIGKILLs the whole session at the
+leader, the sink's fault hook (``txnproducer.spark.sink._faults``) SIGKILLs the whole session at the
 requested point, and the test starts it again from the same checkpoint. Kafka (a MockCluster or a
 real broker) lives outside it, and so does, on a cluster, every executor.
 
@@ -11,6 +11,7 @@ real broker) lives outside it, and so does, on a cluster, every executor.
         [--input DIR [--fail-value V]]                     # a file stream, availableNow
         [--control FILE --rows-per-batch R]                # a counter stream the test paces
         [--task-faults fail@B:P,kill@B:P]                  # (on a cluster) see _faults.task_fault
+        [--pipe-topic T3 --pipe-checkpoint DIR2]           # beside the counter stream: T -> T3
 
 The counter stream (``CounterSource``) needs no file shared with the executors: its rows are
 computed from the offsets, ``value`` = ``%010d`` of batch * R + i, and Spark partition p of a batch
@@ -18,6 +19,12 @@ writes to Kafka partition p. Its latest offset is the batch number the test wrot
 file on the driver's disk, at most one batch ahead per micro-batch; "stop" ends the query.
 ``--task-faults`` goes to the executors' environment (``TXNKAFKA_SPARK_TASK_FAULT``): the first
 attempt of those tasks fails, or SIGKILLs its executor, once its first rows are in Kafka.
+
+``--pipe-topic``: a second streaming query beside the counter stream, the Kafka -> Spark -> Kafka
+pipeline - ``readStream.format("txnkafka")`` of the counter stream's output topic (transactions, the
+failed attempts' aborted) -> ``value`` prefixed with ``piped-`` -> ``writeStream.format("txnkafka")``
+to the pipe topic - across the same task faults, executor kill and driver kill. At "stop" it is
+stopped too and started again on its checkpoint with ``availableNow``, to read what is left.
 """
 
 from __future__ import annotations
@@ -117,6 +124,8 @@ def main() -> None:
     parser.add_argument("--control")
     parser.add_argument("--rows-per-batch", type=int, default=100)
     parser.add_argument("--task-faults", default="")
+    parser.add_argument("--pipe-topic")
+    parser.add_argument("--pipe-checkpoint")
     args = parser.parse_args()
     if os.getsid(0) == os.getpid():  # only a session leader may be crashed by the fault hook
         os.environ["TXNKAFKA_SPARK_CRASH_SESSION"] = str(os.getpid())
@@ -163,17 +172,37 @@ def main() -> None:
                   .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
         query = (stream.writeStream.format("txnkafka").options(**options)
                  .option("checkpointLocation", args.checkpoint).start())
+        queries = [query] + ([_pipe(spark, args, options, available_now=False)] if args.pipe_topic else [])
         # The test writes "stop" to the control file once it saw the last batch; between two looks
-        # the driver waits on the query itself, so a query that fails ends the wait at once.
+        # the driver waits on the queries themselves, so a query that fails ends the wait at once.
         while _allowed(args.control) is not None:
+            for running in queries:
+                try:
+                    ended = running.awaitTermination(0.2)
+                except Exception as exc:  # StreamingQueryException: the query failed
+                    raise SystemExit(f"query failed: {exc}") from exc
+                if ended:
+                    raise SystemExit(f"query ended before the test stopped it: {running.exception()}")
+        for running in queries:
+            running.stop()
+        if args.pipe_topic:  # started again on its checkpoint: what is left, then it ends
+            drain = _pipe(spark, args, options, available_now=True)
             try:
-                ended = query.awaitTermination(0.2)
-            except Exception as exc:  # StreamingQueryException: the query failed
+                drain.awaitTermination(300)
+            except Exception as exc:
                 raise SystemExit(f"query failed: {exc}") from exc
-            if ended:
-                raise SystemExit(f"query ended before the test stopped it: {query.exception()}")
-        query.stop()
     spark.stop()
+
+
+def _pipe(spark: Any, args: argparse.Namespace, options: dict[str, str], available_now: bool) -> Any:
+    """The Kafka -> Spark -> Kafka query (module docstring), on its own checkpoint."""
+    piped = (spark.readStream.format("txnkafka").option("kafka.bootstrap.servers", args.bootstrap)
+             .option("subscribe", args.topic).option("startingOffsets", "earliest").load()
+             .selectExpr("key", "concat('piped-', CAST(value AS STRING)) AS value")
+             .writeStream.format("txnkafka").options(**options).option("topic", args.pipe_topic)
+             .option("checkpointLocation", args.pipe_checkpoint))
+    trigger = {"availableNow": True} if available_now else {"processingTime": "5 seconds"}
+    return piped.trigger(**trigger).start()
 
 
 if __name__ == "__main__":

@@ -20,11 +20,11 @@ from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 from tests._support import sink_protocol as protocol
 from txnproducer.spark import SinkCommitError
-from txnproducer.spark import committer as committer_module
-from txnproducer.spark.commit_log import CommitLog
-from txnproducer.spark.options import SinkOptions
-from txnproducer.spark.sink import TxnKafkaDataSource
-from txnproducer.spark.state_topic import close_shared_state_topic
+from txnproducer.spark.datasource import TxnKafkaDataSource
+from txnproducer.spark.sink import committer as committer_module
+from txnproducer.spark.sink.commit_log import CommitLog
+from txnproducer.spark.sink.options import SinkOptions
+from txnproducer.spark.sink.state_topic import close_shared_state_topic
 from txnproducer.testing import MockCluster
 
 TOPIC = protocol.TOPIC
@@ -38,7 +38,7 @@ class DriverKilled(BaseException):
 
 
 def kill_driver_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    def crash_point(name: str, batch: int) -> None:
+    def crash_point(name: str, batch: int, prefix: str = "") -> None:
         if name == point:
             raise DriverKilled(f"{name}:{batch}")
 

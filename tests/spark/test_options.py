@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed (the [spark] extra)")
 
 from txnproducer.errors import ConfigError
-from txnproducer.spark.options import DEFAULT_SLOTS, DEFAULT_STATE_TOPIC, SinkOptions, default_prefix
+from txnproducer.spark.sink.options import DEFAULT_SLOTS, DEFAULT_STATE_TOPIC, SinkOptions, default_prefix
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "topic": "out"}
 

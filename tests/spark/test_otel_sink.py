@@ -21,7 +21,7 @@ from tests._support.otel import Telemetry
 from tests._support.sink_protocol import TOPIC, assert_settled, attempt, committer
 from txnproducer import errors
 from txnproducer.otel import instrument, names
-from txnproducer.spark.options import SinkOptions
+from txnproducer.spark.sink.options import SinkOptions
 from txnproducer.testing import MockCluster
 
 ROWS = [b"v%d" % i for i in range(4)]

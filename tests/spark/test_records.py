@@ -12,7 +12,7 @@ pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4.1 not installed
 import pyarrow as pa
 
 from txnproducer.errors import ConfigError
-from txnproducer.spark.records import check_columns, send_batches
+from txnproducer.spark.sink.records import check_columns, send_batches
 
 
 class Recorder:

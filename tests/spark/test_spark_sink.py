@@ -33,7 +33,7 @@ from tests._support.spark_sink_app import (
     run_app,
     stream_args,
 )
-from txnproducer.spark.options import default_prefix
+from txnproducer.spark.sink.options import default_prefix
 from txnproducer.testing import MockCluster
 
 pytestmark = [pytest.mark.slow]

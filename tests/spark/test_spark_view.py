@@ -23,8 +23,8 @@ from tests._support import sink_protocol as protocol
 from txnproducer.admin import TopicPartition, TransactionsAdmin
 from txnproducer.admin.spark_view import spark_sink_status
 from txnproducer.cli import main
-from txnproducer.spark import committer as committer_module
-from txnproducer.spark.options import SinkOptions
+from txnproducer.spark.sink import committer as committer_module
+from txnproducer.spark.sink.options import SinkOptions
 from txnproducer.testing import MockCluster
 
 TOPIC = protocol.TOPIC
@@ -36,7 +36,7 @@ class DriverKilled(BaseException):
 
 
 def kill_driver_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    def crash_point(name: str, batch: int) -> None:
+    def crash_point(name: str, batch: int, prefix: str = "") -> None:
         if name == point:
             raise DriverKilled(f"{name}:{batch}")
 

@@ -27,10 +27,10 @@ from tests._support.sink_protocol import (
 from txnproducer.errors import TxnProducerError
 from txnproducer.producer import TransactionalProducer
 from txnproducer.spark import PoolExhaustedError, pool_bound
-from txnproducer.spark import task as task_module
-from txnproducer.spark.completion import SinkCommitError
-from txnproducer.spark.options import SinkOptions
-from txnproducer.spark.state_topic import StateTopic
+from txnproducer.spark.sink import task as task_module
+from txnproducer.spark.sink.completion import SinkCommitError
+from txnproducer.spark.sink.options import SinkOptions
+from txnproducer.spark.sink.state_topic import StateTopic
 from txnproducer.testing import MockCluster
 
 ROWS = [b"v%d" % i for i in range(5)]

@@ -153,7 +153,7 @@ def test_redacted_settings_keep_their_spelling_and_hide_every_secret() -> None:
 
 
 def test_the_spark_sinks_options_never_show_a_password() -> None:
-    from txnproducer.spark.options import SinkOptions
+    from txnproducer.spark.sink.options import SinkOptions
 
     options = SinkOptions.parse({"kafka.bootstrap.servers": "h:9093", "kafka.security.protocol": "SASL_SSL",
                                  "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.plain.username": "alice",

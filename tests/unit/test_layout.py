@@ -102,6 +102,19 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer._internal.listeners", "txnproducer._internal.txn.result",
         "txnproducer._internal.txn.state", "txnproducer._internal.batching.batch",
     )),
+    # the txnkafka data source: each direction in its own folder, the registered class above them
+    ("txnproducer.spark.sink", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
+        "txnproducer._internal.log", "txnproducer._internal.network.redaction", "txnproducer.otel",
+        "txnproducer.spark.kafka_options",
+    )),
+    # the source: the consumer on executors, the admin tools' connection and requests on the driver
+    ("txnproducer.spark.source", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer.consumer", "txnproducer.consumer_config",
+        "txnproducer._internal.log", "txnproducer.spark.kafka_options", "txnproducer.admin.connection",
+        "txnproducer.admin.metadata", "txnproducer.admin.list_offsets", "txnproducer.admin.settings",
+        "txnproducer.admin.results", "txnproducer.admin.errors",
+    )),
     ("txnproducer.spark", (
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
         "txnproducer._internal.log", "txnproducer._internal.network.redaction", "txnproducer.otel",
@@ -112,8 +125,8 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer._internal.network",
         "txnproducer._internal.protocol", "txnproducer._internal.log",
         "txnproducer._internal.properties_file",
-        "txnproducer.spark.decision", "txnproducer.spark.state_topic", "txnproducer.spark.options",
-        "txnproducer.spark.id_pool",
+        "txnproducer.spark.sink.decision", "txnproducer.spark.sink.state_topic",
+        "txnproducer.spark.sink.options", "txnproducer.spark.sink.id_pool",
     )),
     # the public entry points and tools may use any room
     ("txnproducer", ("txnproducer",)),

@@ -25,7 +25,8 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_spark_view_and_the_state_readers_need_no_pyspark() -> None:
     done = run(
-        "import txnproducer.admin.spark_view, txnproducer.spark.state_topic, txnproducer.spark.options\n"
+        "import txnproducer.admin.spark_view, txnproducer.spark.sink.state_topic\n"
+        "import txnproducer.spark.sink.options\n"
         "from txnproducer.spark import pool_bound, SinkCommitError\n"
         "from txnproducer.admin.cli import spark_main\n"
         "print('ok')"

@@ -185,12 +185,19 @@ def _spark_parser() -> argparse.ArgumentParser:
         "what a query's transactions are doing: prepared batches, the driver's"
         " last decision, which partitions they hold",
     )
-    which = status.add_mutually_exclusive_group(required=True)
+    which = status.add_mutually_exclusive_group()
     which.add_argument("--prefix", help="the query's transactional.id.prefix option")
     which.add_argument(
         "--checkpoint-location",
         metavar="LOCATION",
         help="the query's checkpointLocation option, exactly as given (when it set no prefix)",
+    )
+    status.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="the query's checkpoint directory, readable here: its Kafka input's progress (the source's"
+        " committed and planned offsets against the last stable offsets); alone, it also names the sink's"
+        " query as --checkpoint-location DIR would",
     )
     status.add_argument("--state-topic", default="txnkafka-state", help="the query's state.topic option")
     return parser
@@ -294,13 +301,33 @@ def _abort(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> i
 
 
 def _run_spark(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> int:
-    from txnproducer.spark.options import default_prefix
+    from txnproducer.spark.sink.options import default_prefix
 
+    from .spark_source_view import spark_source_progress
     from .spark_view import spark_sink_status
 
-    prefix = args.prefix if args.prefix is not None else default_prefix(args.checkpoint_location)
-    status = spark_sink_status(admin, prefix, args.state_topic)
-    print(render.as_json(status) if args.json else render.spark_text(status), file=out)
+    named = args.prefix or args.checkpoint_location
+    if not named and not args.checkpoint_dir:
+        raise ConfigError("give --prefix or --checkpoint-location (the sink's query), --checkpoint-dir (the"
+                          " query's checkpoint), or both")
+    location = args.checkpoint_location or args.checkpoint_dir
+    prefix = args.prefix if args.prefix is not None else default_prefix(location)
+    if args.checkpoint_dir is None:
+        status = spark_sink_status(admin, prefix, args.state_topic)
+        print(render.as_json(status) if args.json else render.spark_text(status), file=out)
+        return 0
+    progress = spark_source_progress(admin.connection, args.checkpoint_dir)
+    try:
+        sink = spark_sink_status(admin, prefix, args.state_topic)
+    except ConfigError:
+        if named:
+            raise
+        sink = None  # a query reading with the source may write elsewhere: its checkpoint names no sink
+    if args.json:
+        print(render.as_json({"source": progress, "sink": sink}), file=out)
+    else:
+        print(render.spark_source_text(progress), file=out)
+        print(render.spark_text(sink) if sink else f"no txnkafka sink state for prefix {prefix!r}", file=out)
     return 0
 
 

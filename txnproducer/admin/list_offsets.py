@@ -1,6 +1,8 @@
-"""ListOffsets (key 2): v2+ - a partition's last stable offset and high watermark, from its leader.
+"""ListOffsets (key 2): v2+ - a partition's offsets (earliest, last stable, high watermark, by timestamp).
 
-Why: "which transaction holds this partition?" is answered by comparing the two. The latest offset asked
+Why: "which transaction holds this partition?" is answered by comparing the last stable offset and
+the high watermark; the Spark source's driver plans its reads with the earliest and latest offsets
+and those found by timestamp (``list_offsets``). The latest offset asked
 with READ_UNCOMMITTED is the high watermark; with READ_COMMITTED it is the last stable offset - the first
 offset of the oldest open transaction, up to which ``read_committed`` consumers can read. A gap between
 them means an open transaction holds the partition, and the producer whose transaction starts at the
@@ -15,7 +17,7 @@ UNKNOWN_TOPIC_OR_PARTITION look the leader up again until the deadline. Authoriz
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
@@ -27,19 +29,21 @@ from .errors import AdminAuthorizationError, BrokerTooOldError, UnexpectedBroker
 from .metadata import leaders_of
 from .results import TopicPartition
 
-__all__ = ["stable_and_end_offsets"]
+__all__ = ["EARLIEST", "LATEST", "list_offsets", "stable_and_end_offsets"]
 
-LATEST = -1
+EARLIEST, LATEST = -2, -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _MOVED = frozenset({ec.NOT_LEADER_OR_FOLLOWER, ec.UNKNOWN_TOPIC_OR_PARTITION})
 
 
-def _latest(
-    conn: AdminConnection, node: int, partitions: Sequence[TopicPartition], isolation: int, deadline: Deadline
+def _list(
+    conn: AdminConnection, node: int, wanted: Mapping[TopicPartition, int], isolation: int, deadline: Deadline
 ) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for tp in partitions:
-        by_topic[tp.topic].append(tp.partition)
+    """One ListOffsets to the leader ``node``: ``{tp: timestamp spec}`` -> ({tp: offset}, the
+    partitions it no longer leads)."""
+    by_topic: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for tp, spec in wanted.items():
+        by_topic[tp.topic].append((tp.partition, spec))
 
     def build(version: int) -> Any:
         if version < 2:
@@ -52,16 +56,16 @@ def _latest(
                 name=t,
                 partitions=[
                     ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=p, timestamp=LATEST
+                        partition_index=p, timestamp=spec
                     )
-                    for p in ps
+                    for p, spec in ps
                 ],
             )
             for t, ps in sorted(by_topic.items())
         ]
         return ListOffsetsRequest(version=version, replica_id=-1, isolation_level=isolation, topics=topics)
 
-    answer = conn.send(node, ListOffsetsRequest, build, deadline, f"reading the end offsets on broker {node}")
+    answer = conn.send(node, ListOffsetsRequest, build, deadline, f"reading the offsets on broker {node}")
     offsets: dict[TopicPartition, int] = {}
     moved: list[TopicPartition] = []
     for t in answer.topics:
@@ -85,6 +89,32 @@ def _latest(
     return offsets, moved
 
 
+def list_offsets(
+    conn: AdminConnection, wanted: Mapping[TopicPartition, int], deadline: Deadline, *, read_committed: bool
+) -> dict[TopicPartition, int]:
+    """The offset of each partition for its timestamp spec, from its leader: ``EARLIEST`` (-2, the
+    log start), ``LATEST`` (-1: the last stable offset with ``read_committed``, else the high
+    watermark), or a timestamp (the first offset whose record's timestamp is at least it; -1 when
+    there is none). A partition whose leader moved is asked again until the deadline."""
+    out: dict[TopicPartition, int] = {}
+    isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
+    pending = sorted(set(wanted))
+    while pending:
+        leaders = leaders_of(conn, pending, deadline)[1]
+        by_node: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp, node in leaders.items():
+            by_node[node].append(tp)
+        moved: set[TopicPartition] = set()
+        for node, tps in sorted(by_node.items()):
+            found, lost = _list(conn, node, {tp: wanted[tp] for tp in tps}, isolation, deadline)
+            out.update(found)
+            moved.update(lost)
+        pending = sorted(moved)
+        if pending:
+            conn.backoff(deadline, "finding the new leaders of " + ", ".join(str(tp) for tp in pending[:5]))
+    return out
+
+
 def stable_and_end_offsets(
     conn: AdminConnection, partitions: Sequence[TopicPartition], deadline: Deadline
 ) -> dict[TopicPartition, tuple[int, int]]:
@@ -98,9 +128,10 @@ def stable_and_end_offsets(
             by_node[node].append(tp)
         moved: set[TopicPartition] = set()
         for node, tps in sorted(by_node.items()):
+            latest = dict.fromkeys(tps, LATEST)
             # the high watermark first: an LSO read after it is never above it
-            ends, lost_end = _latest(conn, node, tps, READ_UNCOMMITTED, deadline)
-            stable, lost_stable = _latest(conn, node, tps, READ_COMMITTED, deadline)
+            ends, lost_end = _list(conn, node, latest, READ_UNCOMMITTED, deadline)
+            stable, lost_stable = _list(conn, node, latest, READ_COMMITTED, deadline)
             moved.update(lost_end, lost_stable)
             for tp in tps:
                 if tp in ends and tp in stable:

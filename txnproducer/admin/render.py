@@ -16,6 +16,7 @@ from typing import Any
 from .abort import AbortResult, FenceAbortPlan, MarkerAbortPlan
 from .client import TransactionList
 from .results import HangingTransaction, PartitionProducers, TransactionDescription, to_jsonable
+from .spark_source_view import SparkSourceProgress
 from .spark_view import SparkSinkStatus
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "hanging_table",
     "listing_table",
     "producers_table",
+    "spark_source_text",
     "spark_text",
     "table",
 ]
@@ -201,4 +203,16 @@ def spark_text(status: SparkSinkStatus) -> str:
     )
     lines.extend(f"note: {n}" for n in status.notes)
     lines.append(f"verdict: {status.verdict}")
+    return "\n".join(lines)
+
+
+def spark_source_text(progress: SparkSourceProgress) -> str:
+    """A streaming query's Kafka input: committed and planned offsets against Kafka's ends."""
+    lines = [f"checkpoint {progress.checkpoint}: committed micro-batch {_none(progress.committed_batch)},"
+             f" planned {_none(progress.planned_batch)}"]
+    rows = [(p.source, p.partition, _none(p.committed), _none(p.planned), p.last_stable, p.high_watermark,
+             _none(p.lag)) for p in progress.partitions]
+    headers = ("Source", "TopicPartition", "Committed", "Planned", "LastStableOffset", "HighWatermark", "Lag")
+    lines.append(table(headers, rows))
+    lines.append(f"input: {progress.verdict}")
     return "\n".join(lines)

@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 
 from txnproducer.errors import ConfigError
-from txnproducer.spark.decision import Announcement, Decision
-from txnproducer.spark.options import DEFAULT_STATE_TOPIC
-from txnproducer.spark.state_topic import StateTopic
+from txnproducer.spark.sink.decision import Announcement, Decision
+from txnproducer.spark.sink.options import DEFAULT_STATE_TOPIC
+from txnproducer.spark.sink.state_topic import StateTopic
 
 from .client import TransactionsAdmin
 from .describe_producers import describe_producers

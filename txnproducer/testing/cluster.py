@@ -334,6 +334,12 @@ class MockCluster(PartitionFaults):
         with self.state.lock:
             self.state.add_partitions(topic, total)
 
+    def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` now, as Kafka's DeleteTopics does: clients see it gone
+        (UNKNOWN_TOPIC_OR_PARTITION) in their next Metadata answer; its records are gone."""
+        with self.state.lock:
+            self.state.delete_topic(topic)
+
     def leader_of(self, topic: str, partition: int) -> int:
         with self.state.lock:
             return self.state.leader_of(topic, partition)

@@ -174,6 +174,13 @@ class ClusterState:
         self.notify_all()
         return topic
 
+    def delete_topic(self, name: str) -> None:
+        """Delete ``name`` and its partitions' logs (Kafka's DeleteTopics); ValueError for an unknown
+        topic. A topic created again under the name is a new one (a new id, offsets from 0)."""
+        if self.topics.pop(name, None) is None:
+            raise ValueError(f"no topic {name!r}")
+        self.notify_all()
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicState | None:
         for topic in self.topics.values():
             if topic.topic_id == topic_id:

@@ -12,6 +12,10 @@ What it does, as the Java consumer's ``Fetcher`` / ``FetchCollector``:
 - pipelined: :meth:`collect` hands out buffered records and, before returning them, sends the next
   fetch to the brokers whose buffered records it emptied - the broker works on it while the
   application processes;
+- a chunk of control batches or aborted records only moves the position; ``position_advanced`` says
+  so, and ``poll()`` returns at once (empty), as the Java consumer's does, so that a reader waiting
+  for its position to reach an offset past a transaction marker sees it without waiting out its
+  poll timeout;
 - a chunk is handed out only while the partition is fetchable and its position is the offset the
   chunk continues from (``CompletedFetch.next_fetch_offset``, the Java ``FetchCollector``'s check on
   every collect): a seek, a reset or a truncation found by validation makes the rest stale;
@@ -66,7 +70,7 @@ from .session import FetchPlan, FetchSessionHandler
 
 __all__ = ["Fetcher"]
 
-_READ_COMMITTED = 1
+_READ_UNCOMMITTED, _READ_COMMITTED = 0, 1
 _RETRY_WITH_METADATA = frozenset(
     {
         ec.UNKNOWN_LEADER_EPOCH,
@@ -85,8 +89,10 @@ _LEADER_MOVED = frozenset({ec.NOT_LEADER_OR_FOLLOWER, ec.FENCED_LEADER_EPOCH})
 class Fetcher:
     """See the module docstring."""
 
-    def __init__(self, config: ConsumerConfig, net: NetworkClient, assignment: Assignment) -> None:
+    def __init__(self, config: ConsumerConfig, net: NetworkClient, assignment: Assignment, *,
+                 read_committed: bool = True) -> None:
         self._config = config
+        self._isolation = _READ_COMMITTED if read_committed else _READ_UNCOMMITTED
         self._net = net
         self._assignment = assignment
         self._sessions: dict[int, FetchSessionHandler] = {}
@@ -96,6 +102,9 @@ class Fetcher:
         self._buffered: set[TopicPartition] = set()
         self._log = get_logger("txnproducer.consumer")
         self.fetches_sent = 0  # for tests and metrics
+        # the last collect() moved a position without handing out a record (control batches or
+        # aborted data only): poll() returns then, as the Java consumer's (Fetch.positionAdvanced)
+        self.position_advanced = False
 
     # -- what may be fetched ----------------------------------------------------------------------
 
@@ -171,7 +180,7 @@ class Fetcher:
             max_wait_ms=config.fetch_max_wait_ms,
             min_bytes=config.fetch_min_bytes,
             max_bytes=config.fetch_max_bytes,
-            isolation_level=_READ_COMMITTED,
+            isolation_level=self._isolation,
             session_id=plan.session_id,
             session_epoch=plan.epoch,
             topics=self._topics(plan.to_send, ids, by_id),
@@ -354,6 +363,7 @@ class Fetcher:
         out: list[Any] = []
         remaining = max_records
         completed = self._completed
+        self.position_advanced = False
         while completed and remaining > 0:
             chunk = completed[0]
             state = self._assignment.get(chunk.tp)
@@ -361,6 +371,7 @@ class Fetcher:
                 completed.popleft()  # revoked, paused, sought, reset or truncated since: stale
                 self._buffered.discard(chunk.tp)
                 continue
+            before = state.position
             try:
                 taken = chunk.take(state, remaining, columns, deserializers)
             except errors.RecordDeserializationError:
@@ -374,6 +385,8 @@ class Fetcher:
                     break  # hand out what came before; the next poll raises
                 raise
             n = len(taken)
+            if not n and state.position != before:
+                self.position_advanced = True  # past control batches or aborted records only
             if n:
                 remaining -= n
                 if chunks or not isinstance(taken, list):

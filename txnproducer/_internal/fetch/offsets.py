@@ -71,8 +71,10 @@ _TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
 class OffsetLookups:
     """Sends the resets and validations the assignment needs (see the module docstring)."""
 
-    def __init__(self, config: ConsumerConfig, net: NetworkClient, assignment: Assignment) -> None:
+    def __init__(self, config: ConsumerConfig, net: NetworkClient, assignment: Assignment, *,
+                 read_committed: bool = True) -> None:
         self._config = config
+        self._read_committed = read_committed
         self._net = net
         self._assignment = assignment
         self._log = get_logger("txnproducer.consumer")
@@ -145,7 +147,7 @@ class OffsetLookups:
                 topic: [(s.tp.partition, s.leader_epoch, _TIMESTAMPS[s.reset_to or "latest"]) for s in states]
                 for topic, states in topics.items()
             },
-            read_committed=True,
+            read_committed=self._read_committed,
             timeout_ms=self._config.request_timeout_ms,
         )
 

@@ -1,7 +1,7 @@
 """The sink's state topic: a compacted Kafka topic every driver and executor can reach.
 
 Why Kafka: on a cluster the executors share no file system with the driver; they share the Kafka
-cluster they write to. Decisions and announcements (:mod:`txnproducer.spark.decision`) go to a
+cluster they write to. Decisions and announcements (:mod:`txnproducer.spark.sink.decision`) go to a
 topic of the sink's, ``txnkafka-state`` by default, with two partitions so that the record a task
 looks for is always near the end of a short log:
 
@@ -14,7 +14,7 @@ looks for is always near the end of a short log:
 
 Writes use an idempotent producer with ``acks=all`` and wait for the acknowledgement: a record
 that is acknowledged is below the high watermark, so any reader that asks for the end offset
-afterwards sees it (the ordering the protocol's argument relies on, :mod:`txnproducer.spark.task`).
+afterwards sees it (the ordering the protocol's argument relies on, :mod:`txnproducer.spark.sink.task`).
 Records are not transactional, so readers need no ``read_committed`` and the last offset is a
 record, not a control marker. Compaction keeps the latest record per key, which is all the
 protocol ever reads; the topic is created compacted (``cleanup.policy=compact``) if missing, and
@@ -48,8 +48,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.redaction import install_secret_filter
 
-from ..config import ProducerConfig
-from ..errors import ConfigError, TimeoutError
+from ...config import ProducerConfig
+from ...errors import ConfigError, TimeoutError
 from .decision import Announcement, Decision
 
 __all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic", "close_shared_state_topic", "shared_state_topic"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import ConfigError
-from ..producer import TransactionalProducer
+from ...errors import ConfigError
+from ...producer import TransactionalProducer
 
 __all__ = ["check_columns", "send_batches"]
 

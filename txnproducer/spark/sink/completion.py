@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 from txnproducer._internal.log import get_logger
 
-from ..config import ProducerConfig
-from ..errors import PreparedTransactionLostError, TxnProducerError
-from ..prepared import PreparedTxnState
-from ..producer import TransactionalProducer
+from ...config import ProducerConfig
+from ...errors import PreparedTransactionLostError, TxnProducerError
+from ...prepared import PreparedTxnState
+from ...producer import TransactionalProducer
 
 __all__ = ["SinkCommitError", "complete_states", "fence_transactional_ids"]
 
@@ -31,7 +31,7 @@ _NO_KWARGS: Mapping[str, Any] = {}
 
 def _submit(pool: ThreadPoolExecutor, fn: Callable[..., _T], *args: Any) -> Future[_T]:
     """``pool.submit`` in a copy of the caller's context: the producers' spans in the pool's threads
-    are children of the decision's span (:mod:`txnproducer.spark.tracing`)."""
+    are children of the decision's span (:mod:`txnproducer.spark.sink.tracing`)."""
     return pool.submit(contextvars.copy_context().run, fn, *args)
 
 

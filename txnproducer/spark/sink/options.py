@@ -23,8 +23,9 @@ from typing import Any
 
 import attrs
 
-from ..config import ProducerConfig
-from ..errors import ConfigError
+from ...config import ProducerConfig
+from ...errors import ConfigError
+from ..kafka_options import split_options
 from .tracing import check_providers_option
 
 __all__ = ["DEFAULT_SLOTS", "DEFAULT_STATE_TOPIC", "PRODUCER_DEFAULTS", "SinkOptions", "default_prefix"]
@@ -74,7 +75,7 @@ class SinkOptions:
     prepared transactions completed concurrently by the driver. ``commit_timeout_s``: bound on
     completing one of them, and on each read or write of the state topic. ``otel_providers``:
     ``module:function`` returning the OpenTelemetry providers of each Python worker
-    (:mod:`txnproducer.spark.tracing`)."""
+    (:mod:`txnproducer.spark.sink.tracing`)."""
 
     # the settings hold passwords (kafka.sasl.plain.password, ...): never in the repr
     producer_settings: dict[str, str] = attrs.field(repr=lambda s: repr(ProducerConfig.redacted(s)))
@@ -91,25 +92,22 @@ class SinkOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], *, streaming: bool) -> SinkOptions:
-        producer: dict[str, str] = {}
+        split = split_options(options)
+        producer = dict(split.kafka)
         own: dict[str, str] = {}
         checkpoint: str | None = None
-        for raw_key, value in dict(options).items():
-            key = str(raw_key)
-            if key.lower().startswith("kafka."):
-                producer[key[len("kafka."):]] = str(value)
-            elif key.lower() in _KNOWN:
-                own[key.lower()] = str(value)
-            elif key.lower() == "checkpointlocation":
-                checkpoint = str(value)
-            elif key.lower() == "path":
+        for key, value in split.own.items():
+            if key in _KNOWN:
+                own[key] = value
+            elif key == "checkpointlocation":
+                checkpoint = value
+            elif key == "path":
                 continue  # Spark's own
             else:
                 raise ConfigError(
                     f"unknown txnkafka option {key!r}: use {sorted(_KNOWN)} or kafka.<producer setting>"
                 )
-        if not any(k in producer for k in ("bootstrap.servers", "bootstrap_servers")):
-            raise ConfigError("txnkafka needs the option kafka.bootstrap.servers")
+        split.require_bootstrap()
         if any(k in producer for k in ("transactional.id", "transactional_id")):
             raise ConfigError(
                 "do not set kafka.transactional.id: the sink derives its ids from"

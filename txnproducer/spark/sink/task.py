@@ -3,9 +3,9 @@
 The attempt needs nothing but Kafka. In order:
 
 1. read the latest decision of its prefix (state topic); if its batch is already settled
-   (:func:`~txnproducer.spark.decision.attempt_superseded`: a late speculative copy, or Spark's
+   (:func:`~txnproducer.spark.sink.decision.attempt_superseded`: a late speculative copy, or Spark's
    replay of a batch the sink committed), write nothing and report ``superseded``;
-2. pick a transactional id from the pool (:mod:`txnproducer.spark.id_pool`) and *announce* it
+2. pick a transactional id from the pool (:mod:`txnproducer.spark.sink.id_pool`) and *announce* it
    (acks=all) - from here on the driver will fence this id unless it commits it;
 3. ``init_transactions()`` on that id: this fences every older holder of the id and aborts
    whatever they left open;
@@ -13,7 +13,7 @@ The attempt needs nothing but Kafka. In order:
 5. send the rows in one transaction and *prepare* it; the prepared state is the commit message.
 
 Why this order keeps "a late attempt never leaves a transaction open" (the driver's half is in
-:mod:`txnproducer.spark.committer`: it writes the decision, *then* reads the announcements, *then*
+:mod:`txnproducer.spark.sink.committer`: it writes the decision, *then* reads the announcements, *then*
 fences every announced id it did not commit). Take an attempt A of batch N and the driver D:
 
 * A's announcement is among those D reads. D fences A's id after writing the decision. If A's
@@ -46,10 +46,10 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from txnproducer._internal.log import get_logger
 
-from ..config import ProducerConfig
-from ..otel import names
-from ..prepared import PreparedTxnState
-from ..producer import TransactionalProducer
+from ...config import ProducerConfig
+from ...otel import names
+from ...prepared import PreparedTxnState
+from ...producer import TransactionalProducer
 from .decision import Announcement, Decision, attempt_superseded
 from .id_pool import choose_slot
 from .options import SinkOptions
@@ -67,7 +67,7 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 class TxnKafkaCommitMessage(WriterCommitMessage):
     """What a task reports to the driver: its prepared transaction (JSON; None when the attempt
     was superseded and wrote nothing), how many rows it holds, and who wrote it; ``trace_context``: the
-    W3C traceparent of the attempt's span when the sink is traced (``txnproducer.spark.tracing``)."""
+    W3C traceparent of the attempt's span when the sink is traced (``txnproducer.spark.sink.tracing``)."""
 
     state_json: str | None
     records: int

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import RetriableError
+from ...errors import RetriableError
 
 __all__ = ["PoolExhaustedError", "choose_slot", "pool_bound", "transactional_id"]
 

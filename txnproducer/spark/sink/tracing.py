@@ -26,8 +26,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import ConfigError
-from ..otel import instrumentation, names
+from ...errors import ConfigError
+from ...otel import instrumentation, names
 
 __all__ = ["SinkTelemetry", "check_providers_option", "sink_telemetry"]
 
@@ -76,7 +76,7 @@ class SinkTelemetry:
             return
         from opentelemetry.trace import SpanKind
 
-        from ..otel.spans import current_span
+        from ...otel.spans import current_span
 
         attributes = {**_batch_attributes(who.batch, who.query, prefix),
                       names.SPARK_PARTITION_ID: int(who.partition), names.SPARK_ATTEMPT: int(who.attempt)}

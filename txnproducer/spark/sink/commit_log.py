@@ -1,6 +1,6 @@
 """The commit log of earlier versions of the sink (the ``commit.log`` option), read to migrate.
 
-Before the sink kept its state in Kafka (:mod:`txnproducer.spark.state_topic`), it kept it in a
+Before the sink kept its state in Kafka (:mod:`txnproducer.spark.sink.state_topic`), it kept it in a
 directory shared by the driver and the executors:
 
 * ``commits/<key>.json`` - the prepared states a batch (``batch-<id>``, or ``job-<uuid>``) commits,
@@ -9,7 +9,7 @@ directory shared by the driver and the executors:
 * ``decided/<run>-<stage>`` - stages the driver had decided.
 
 A query upgraded with its ``commit.log`` option still set has that directory finished once by
-:func:`txnproducer.spark.legacy.finish_legacy_log`: recorded commits completed, pending
+:func:`txnproducer.spark.sink.legacy.finish_legacy_log`: recorded commits completed, pending
 transactions fenced, and the newest committed micro-batch carried over to the state topic so that
 Spark's replay of it is not written twice. Nothing writes new entries; the writing methods remain
 for the migration tests. Every write is atomic (temporary file, fsync, ``os.replace``, fsync of the
@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from ..prepared import PreparedTxnState
+from ...prepared import PreparedTxnState
 
 __all__ = ["CommitEntry", "CommitLog", "PendingTxn", "atomic_write"]
 

@@ -2,7 +2,7 @@
 
 Spark runs the sink's ``commit``/``abort`` in a Python worker next to the driver (on Spark Connect,
 next to the Connect server), a fresh object each time, so everything the driver knows between
-batches is in the state topic (:mod:`txnproducer.spark.state_topic`). Per batch:
+batches is in the state topic (:mod:`txnproducer.spark.sink.state_topic`). Per batch:
 
 1. **recover**: if the prefix's latest decision is not ``done``, a driver died while finishing it:
    finish it first (below). This also runs when Spark creates the writer for a new batch, before
@@ -17,7 +17,7 @@ batches is in the state topic (:mod:`txnproducer.spark.state_topic`). Per batch:
 4. **fence** every id announced since the previous decision's clean-up that did not win: failed,
    killed, speculative or superseded attempts, and a crashed run's. ``init_transactions()`` aborts
    what they left open and fences any that is still running (why this order suffices:
-   :mod:`txnproducer.spark.task`).
+   :mod:`txnproducer.spark.sink.task`).
 5. write ``done``, recording where the announcement scan stopped.
 
 An abort decides ``abort`` and does the same with nothing to commit.
@@ -30,7 +30,7 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
-from ..otel import names
+from ...otel import names
 from ._faults import crash_point
 from .completion import SinkCommitError, complete_states, fence_transactional_ids
 from .decision import ABORT, COMMIT, DECIDED, Decision
@@ -121,11 +121,11 @@ class Committer:
                 return
         decision = Decision(self.prefix, batch, COMMIT, DECIDED, tuple(states), query,
                             announce_from=self._announce_from(latest))
-        crash_point("before_decision", batch)
+        crash_point("before_decision", batch, self.prefix)
         decision = self.state.write_decision(decision)  # the commit point
-        crash_point("after_decision", batch)
+        crash_point("after_decision", batch, self.prefix)
         self._complete(decision, states[:1])
-        crash_point("after_first_commit", batch)
+        crash_point("after_first_commit", batch, self.prefix)
         self._complete(decision, states[1:])
         self._finish(decision)
 

@@ -2,7 +2,7 @@
 
 Why these two records, and why in Kafka: a cluster's executors share nothing with the driver but
 the Kafka cluster, and the decision "this batch commits these prepared transactions" must outlive
-the driver. So both go to a compacted topic (:mod:`txnproducer.spark.state_topic`), written with
+the driver. So both go to a compacted topic (:mod:`txnproducer.spark.sink.state_topic`), written with
 acks=all before anything depends on them:
 
 * :class:`Decision` (partition 0, key ``<prefix>``): the driver's verdict on one micro-batch (or
@@ -16,7 +16,7 @@ acks=all before anything depends on them:
   once the batch is decided, so that no attempt it did not commit keeps a transaction open.
 
 :func:`attempt_superseded` is the rule a task attempt applies to the latest decision before and
-after it registers its id (see :mod:`txnproducer.spark.task` for why twice).
+after it registers its id (see :mod:`txnproducer.spark.sink.task` for why twice).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from ..prepared import PreparedTxnState
+from ...prepared import PreparedTxnState
 
 __all__ = ["DECIDED", "DONE", "Announcement", "Decision", "attempt_superseded"]
 

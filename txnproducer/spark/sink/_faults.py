@@ -7,7 +7,9 @@ attempts that die with their transaction open. The faithful simulation is SIGKIL
 * :func:`crash_point` (driver): SIGKILL every process of the application - driver JVM, Python
   driver, Python workers. Does nothing unless ``TXNKAFKA_SPARK_CRASH_AT=<point>:<batch id>`` is
   set *and* ``TXNKAFKA_SPARK_CRASH_SESSION`` names the current session id (the test runs the
-  application as a session leader, so nothing outside it can be hit).
+  application as a session leader, so nothing outside it can be hit). ``<point>:<batch
+  id>@<prefix>`` strikes only the query whose transactional id prefix that is (an application may
+  run two streaming queries into the sink, each counting its own batches).
 * :func:`task_fault` (executor): ``TXNKAFKA_SPARK_TASK_FAULT=fail@<batch>:<partition>,kill@...``
   (an executor environment variable, ``spark.executorEnv.*``) makes the first attempt of that
   task, once its first rows are acknowledged in its open transaction, raise (``fail``) or SIGKILL
@@ -43,11 +45,12 @@ def _session_members(sid: int) -> list[int]:
     return pids
 
 
-def crash_point(point: str, batch_id: int) -> None:
-    """SIGKILL the application if the environment asks for a crash at ``point`` of ``batch_id``."""
+def crash_point(point: str, batch_id: int, prefix: str = "") -> None:
+    """SIGKILL the application if the environment asks for a crash at ``point`` of ``batch_id``
+    (of the query with transactional id ``prefix``, when the request names one)."""
     wanted = os.environ.get("TXNKAFKA_SPARK_CRASH_AT")
     session = os.environ.get("TXNKAFKA_SPARK_CRASH_SESSION")
-    if not wanted or not session or wanted != f"{point}:{batch_id}":
+    if not wanted or not session or wanted not in (f"{point}:{batch_id}", f"{point}:{batch_id}@{prefix}"):
         return
     sid = int(session)
     if os.getsid(0) != sid or sid <= 1:

@@ -1,12 +1,12 @@
-"""The ``txnkafka`` Python data source: an exactly-once Kafka sink for PySpark batch and streaming.
+"""The ``txnkafka`` sink's writers: exactly-once Kafka writes from PySpark batch and streaming.
 
 Two-phase commit across Spark's task/driver split, with all shared state in Kafka:
 
-1. **Executors** (``write``, :mod:`txnproducer.spark.task`): each task attempt takes a
+1. **Executors** (``write``, :mod:`txnproducer.spark.sink.task`): each task attempt takes a
    transactional id from the query's bounded pool (``<prefix>-<partition>-<slot>``,
-   :mod:`txnproducer.spark.id_pool`), sends its rows in one transaction and *prepares* it; the
+   :mod:`txnproducer.spark.sink.id_pool`), sends its rows in one transaction and *prepares* it; the
    prepared state is its commit message. An attempt whose batch is already decided writes nothing.
-2. **Driver** (``commit``/``abort``, :mod:`txnproducer.spark.committer`): records the decision in
+2. **Driver** (``commit``/``abort``, :mod:`txnproducer.spark.sink.committer`): records the decision in
    the state topic (the commit point), completes the prepared transactions, fences every other
    attempt's id, and records the batch done.
 
@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamArrowWriter
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 from pyspark.sql.types import StructType
 
 from ._faults import task_fault
@@ -41,7 +41,7 @@ from .records import check_columns, send_batches
 from .state_topic import ANNOUNCEMENTS, DECISIONS, StateTopic, shared_state_topic
 from .task import TxnKafkaCommitMessage, run_attempt, task_identity
 
-__all__ = ["TxnKafkaBatchWriter", "TxnKafkaDataSource", "TxnKafkaStreamWriter"]
+__all__ = ["TxnKafkaBatchWriter", "TxnKafkaStreamWriter", "batch_writer", "stream_writer"]
 
 
 def _state_topic(options: SinkOptions) -> contextlib.AbstractContextManager[StateTopic]:
@@ -103,33 +103,27 @@ class TxnKafkaStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
         self._decide(messages, batchId, commit=False)
 
 
-class TxnKafkaDataSource(DataSource):
-    """The ``txnkafka`` data source; register it with ``spark.dataSource.register(...)``."""
+def _prepare(options: Any, schema: StructType, streaming: bool) -> tuple[SinkOptions, int, int]:
+    """Parse the options, make sure the state topic exists, migrate an old commit log, and finish
+    any decision a dead driver left - all on the driver, before a task runs."""
+    opts = SinkOptions.parse(options, streaming=streaming)
+    check_columns([f.name for f in schema.fields], opts.topic)
+    with _state_topic(opts) as state:
+        state.ensure()
+        finish_legacy_log(opts, state)
+        if opts.prefix_is_ephemeral:  # a fresh prefix has no records: nothing to look back at
+            return opts, state.end_offset(DECISIONS), state.end_offset(ANNOUNCEMENTS)
+        latest = Committer(opts, state).recover()
+        return opts, latest.offset if latest else state.end_offset(DECISIONS), 0
 
-    @classmethod
-    def name(cls) -> str:
-        return "txnkafka"
 
-    def schema(self) -> str:
-        return "key binary, value binary, topic string, partition int"
+def batch_writer(options: Any, schema: StructType) -> TxnKafkaBatchWriter:
+    """The writer of ``df.write.format("txnkafka")``: one job, one decision."""
+    opts, scan_floor, announce_floor = _prepare(options, schema, streaming=False)
+    return TxnKafkaBatchWriter(opts, scan_floor, announce_floor, job=uuid.uuid4().hex)
 
-    def _prepare(self, schema: StructType, streaming: bool) -> tuple[SinkOptions, int, int]:
-        """Parse the options, make sure the state topic exists, migrate an old commit log, and
-        finish any decision a dead driver left - all before a task runs."""
-        opts = SinkOptions.parse(self.options, streaming=streaming)
-        check_columns([f.name for f in schema.fields], opts.topic)
-        with _state_topic(opts) as state:
-            state.ensure()
-            finish_legacy_log(opts, state)
-            if opts.prefix_is_ephemeral:  # a fresh prefix has no records: nothing to look back at
-                return opts, state.end_offset(DECISIONS), state.end_offset(ANNOUNCEMENTS)
-            latest = Committer(opts, state).recover()
-            return opts, latest.offset if latest else state.end_offset(DECISIONS), 0
 
-    def writer(self, schema: StructType, overwrite: bool) -> TxnKafkaBatchWriter:
-        opts, scan_floor, announce_floor = self._prepare(schema, streaming=False)
-        return TxnKafkaBatchWriter(opts, scan_floor, announce_floor, job=uuid.uuid4().hex)
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> TxnKafkaStreamWriter:
-        opts, scan_floor, announce_floor = self._prepare(schema, streaming=True)
-        return TxnKafkaStreamWriter(opts, scan_floor, announce_floor, job=None)
+def stream_writer(options: Any, schema: StructType) -> TxnKafkaStreamWriter:
+    """The writer of ``df.writeStream.format("txnkafka")``: a decision per micro-batch."""
+    opts, scan_floor, announce_floor = _prepare(options, schema, streaming=True)
+    return TxnKafkaStreamWriter(opts, scan_floor, announce_floor, job=None)
