@@ -27,15 +27,16 @@ from .errors import AdminAuthorizationError, BrokerTooOldError, UnexpectedBroker
 from .metadata import leaders_of
 from .results import TopicPartition
 
-__all__ = ["stable_and_end_offsets"]
+__all__ = ["EARLIEST", "LATEST", "offsets_at", "stable_and_end_offsets"]
 
-LATEST = -1
+LATEST, EARLIEST = -1, -2
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _MOVED = frozenset({ec.NOT_LEADER_OR_FOLLOWER, ec.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 def _latest(
-    conn: AdminConnection, node: int, partitions: Sequence[TopicPartition], isolation: int, deadline: Deadline
+    conn: AdminConnection, node: int, partitions: Sequence[TopicPartition], isolation: int,
+    deadline: Deadline, timestamp: int = LATEST,
 ) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
     by_topic: dict[str, list[int]] = defaultdict(list)
     for tp in partitions:
@@ -52,7 +53,7 @@ def _latest(
                 name=t,
                 partitions=[
                     ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=p, timestamp=LATEST
+                        partition_index=p, timestamp=timestamp
                     )
                     for p in ps
                 ],
@@ -105,6 +106,27 @@ def stable_and_end_offsets(
             for tp in tps:
                 if tp in ends and tp in stable:
                     out[tp] = (min(stable[tp], ends[tp]), ends[tp])
+        pending = sorted(moved)
+        if pending:
+            conn.backoff(deadline, "finding the new leaders of " + ", ".join(str(tp) for tp in pending[:5]))
+    return out
+
+
+def offsets_at(
+    conn: AdminConnection, partitions: Sequence[TopicPartition], timestamp: int, deadline: Deadline
+) -> dict[TopicPartition, int]:
+    """Each partition's ``EARLIEST`` (log start) or ``LATEST`` (high watermark) offset, from its leader."""
+    out: dict[TopicPartition, int] = {}
+    pending = sorted(set(partitions))
+    while pending:
+        by_node: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp, node in leaders_of(conn, pending, deadline)[1].items():
+            by_node[node].append(tp)
+        moved: list[TopicPartition] = []
+        for node, tps in sorted(by_node.items()):
+            found, lost = _latest(conn, node, tps, READ_UNCOMMITTED, deadline, timestamp)
+            out.update(found)
+            moved += lost
         pending = sorted(moved)
         if pending:
             conn.backoff(deadline, "finding the new leaders of " + ", ".join(str(tp) for tp in pending[:5]))
