@@ -126,7 +126,9 @@ class DirectConnection(ConnectionSetup):
         self._events = 0  # what the selector watches for us
         self.throttled_until = 0.0
         self.state = CONNECTING
-        self.connect_deadline = time.monotonic() + setup_timeout_s
+        #: when the connection attempt began (monotonic): the reconnect backoff counts from it
+        self.started_at = time.monotonic()
+        self.connect_deadline = self.started_at + setup_timeout_s
         self._setup_timeout_s = setup_timeout_s
         self.error: BaseException | None = None
         #: True when the connection closed before it was ready or while re-authenticating: ``error``

@@ -6,7 +6,7 @@ client's rules (``NetworkClient`` + ``Selector`` + ``ClusterConnectionStates``):
 
 - reconnect backoff: ``reconnect_backoff_ms`` after a connection that worked or a first failed attempt,
   doubling with each further failed attempt in a row up to ``reconnect_backoff_max_ms``, with 20 % jitter
-  so that many clients do not reconnect in step;
+  so that many clients do not reconnect in step, counted from the start of the attempt;
 - ``max_in_flight_requests_per_connection`` decides when a node is ready for another request;
 - ``connections_max_idle_ms`` (Java's default, 9 minutes, unless the settings say otherwise): a
   connection with nothing in flight and no traffic for that long is closed (the broker would close it at
@@ -187,6 +187,8 @@ class DirectConnections:
         node = conn.node_id
         if self._conns.get(node) is conn:
             del self._conns[node]
+        if self.closed:  # closed by us (the client's end): nothing failed, nothing to retry
+            return
         if conn.setup_failed and conn.error is not None and self._on_setup_failed is not None:
             self._on_setup_failed(node, self._broker_address(node), conn.error)
         failures = 0 if was_ready else self._reconnect.get(node, (0, 0.0))[0] + 1
@@ -194,7 +196,9 @@ class DirectConnections:
         backoff_ms = min(config.reconnect_backoff_max_ms,
                          config.reconnect_backoff_ms * (2 ** min(max(failures - 1, 0), 30)))
         backoff_ms *= random.uniform(0.8, 1.2)
-        self._reconnect[node] = (failures, time.monotonic() + backoff_ms / 1000)
+        # from the attempt's start, as the Java client's ClusterConnectionStates: a connection that
+        # worked for minutes and closed (idle, a timeout) may be made again at once
+        self._reconnect[node] = (failures, conn.started_at + backoff_ms / 1000)
         self._on_close(conn)
 
     # -- the poll --------------------------------------------------------------------------------
