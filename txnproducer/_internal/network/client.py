@@ -100,6 +100,8 @@ class NetworkClient:
         self._closed = False
         # a wake-up is written and the poll has not returned since (see wakeup())
         self._wake_pending = False
+        # bootstrap connections may be open (until the first Metadata answer and their requests' answers)
+        self._bootstrap_connections = True
         self.cluster.add_listener(self._on_metadata)
 
     # -- connection outcomes (network thread) ---------------------------------------------------
@@ -297,10 +299,15 @@ class NetworkClient:
             for topic in topics:
                 if not self.cluster.add_topic(topic):  # known: asked again (an ACL granted meanwhile)
                     self.cluster.request_update()
-        if self.cluster.bootstrapped:
+        if self._bootstrap_connections and self.cluster.bootstrapped:
+            left = False
             for node in self._direct.nodes():
-                if _is_bootstrap(node) and not self._direct.in_flight_count(node):
-                    self._direct.close(node)
+                if _is_bootstrap(node):
+                    if self._direct.in_flight_count(node):
+                        left = True  # closed once its requests are answered
+                    else:
+                        self._direct.close(node)
+            self._bootstrap_connections = left
 
     @property
     def bootstrapped(self) -> bool:
