@@ -568,7 +568,8 @@ class ProducerConfig:
         return self.client_id if self.client_id is not None else f"producer-{self.transactional_id}"
 
     def kafka_client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for kafka-python's ``KafkaNetClient`` / ``KafkaConnectionManager``.
+        """The connection-level settings as keyword arguments in kafka-python's names (for an
+        application's own kafka-python clients beside ours; ours read ``client_software_version``).
 
         Only connection-level settings go here; batching and transaction settings stay with the
         producer's own components.

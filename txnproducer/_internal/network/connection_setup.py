@@ -110,7 +110,7 @@ class ConnectionSetup:
 
     def _setup_timeout_error(self) -> BaseException:
         bound = f"socket_connection_setup_timeout_ms ({int(self._setup_timeout_s * 1000)} ms)"
-        if self.state == TLS:  # the words kafka-python's path uses too (secured.py)
+        if self.state == TLS:
             return TlsHandshakeFailed(
                 f"TLS handshake with {self.host}:{self.port} not finished within the connection setup "
                 f"timeout ({bound})")
