@@ -86,11 +86,15 @@ def test_an_idle_connection_is_closed_and_the_next_request_reconnects(
     assert first is not None
     pump(net, lambda: not net.has_connection(1), timeout=5)
     assert first.closed
+    before = {e.connection_id for e in mock_cluster.request_log if e.broker_id == 1}
+    assert before, "the first connection's ApiVersions is in the broker's log"
+    since = mock_cluster.requests.next_seq()
     future = net.send(1, metadata())
     pump(net, lambda: future.is_done)
     assert future.succeeded()
-    ids = {e.connection_id for e in mock_cluster.request_log if e.broker_id == 1 and e.api == "Metadata"}
-    assert len(ids) >= 2, "the request after the idle close went on a new connection"
+    after = {e.connection_id for e in mock_cluster.request_log[since:]
+             if e.broker_id == 1 and e.api == "Metadata"}
+    assert after and not after & before, "the request after the idle close went on a new connection"
 
 
 def test_every_socket_gets_tcp_nodelay_and_keepalive(networks: Callable[..., NetworkClient]) -> None:
