@@ -25,6 +25,20 @@ PURE: tuple[str, ...] = (
     "tests/mock/test_consumer_positions.py",
 )
 
+#: the oldest kafka-python the dependency allows (pyproject.toml): CI's quick tier runs against it
+KAFKA_PYTHON_OLDEST = "3.0.5"
+
+#: besides PURE, the tiers that use most of kafka-python's message classes (security, the group member,
+#: the admin tools, the network layer): run against the oldest kafka-python too
+KAFKA_PYTHON_API: tuple[str, ...] = (
+    "tests/mock/test_secured_connection.py",
+    "tests/mock/test_sasl.py",
+    "tests/mock/test_group_member.py",
+    "tests/mock/test_admin_client.py",
+    "tests/mock/test_network_client.py",
+    "tests/mock/test_logging.py",
+)
+
 #: the whole suite's selection: every tier but the Spark cluster tier's real-broker scenario (it
 #: needs a broker: ``-m spark_cluster``); tests needing a broker skip themselves without one
 WHOLE_SUITE_MARKERS = "not (spark_cluster and broker)"

@@ -10,20 +10,8 @@ machinery.
 
 from __future__ import annotations
 
-import importlib.metadata
+from typing import TYPE_CHECKING, Any
 
-from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-
-from ._internal.txn.state import State as TransactionState
-from .config import ProducerConfig
-from .consumer import (
-    BytesColumn,
-    ConsumerRecord,
-    PartitionBatch,
-    RebalanceListener,
-    TransactionalConsumer,
-)
-from .consumer_config import ConsumerConfig
 from .errors import (
     AbortableError,
     AuthenticationError,
@@ -66,14 +54,70 @@ from .errors import (
     UnknownProducerIdError,
     UnsupportedVersionError,
 )
-from .pool import TransactionalProducerPool
-from .prepared import PreparedTxnState
-from .producer import RecordFuture, RecordMetadata, TransactionalProducer
 
-try:
-    __version__ = importlib.metadata.version("txnproducer")
-except importlib.metadata.PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+if TYPE_CHECKING:
+    from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+    from ._internal.txn.state import State as TransactionState
+    from .config import ProducerConfig
+    from .consumer import (
+        BytesColumn,
+        ConsumerRecord,
+        PartitionBatch,
+        RebalanceListener,
+        TransactionalConsumer,
+    )
+    from .consumer_config import ConsumerConfig
+    from .pool import TransactionalProducerPool
+    from .prepared import PreparedTxnState
+    from .producer import RecordFuture, RecordMetadata, TransactionalProducer
+
+#: What is imported when first used (PEP 562), not by ``import txnproducer``: a producer process never
+#: loads the consumer, a consumer process never loads the pool, and a tool that only reads the errors
+#: loads neither (every Spark Python worker and CLI call pays the imports it makes).
+_LAZY = {
+    "ConsumerGroupMetadata": ("kafka.structs", "ConsumerGroupMetadata"),
+    "OffsetAndMetadata": ("kafka.structs", "OffsetAndMetadata"),
+    "TopicPartition": ("kafka.structs", "TopicPartition"),
+    "TransactionState": ("txnproducer._internal.txn.state", "State"),
+    "ProducerConfig": ("txnproducer.config", "ProducerConfig"),
+    "BytesColumn": ("txnproducer.consumer", "BytesColumn"),
+    "ConsumerRecord": ("txnproducer.consumer", "ConsumerRecord"),
+    "PartitionBatch": ("txnproducer.consumer", "PartitionBatch"),
+    "RebalanceListener": ("txnproducer.consumer", "RebalanceListener"),
+    "TransactionalConsumer": ("txnproducer.consumer", "TransactionalConsumer"),
+    "ConsumerConfig": ("txnproducer.consumer_config", "ConsumerConfig"),
+    "TransactionalProducerPool": ("txnproducer.pool", "TransactionalProducerPool"),
+    "PreparedTxnState": ("txnproducer.prepared", "PreparedTxnState"),
+    "RecordFuture": ("txnproducer.producer", "RecordFuture"),
+    "RecordMetadata": ("txnproducer.producer", "RecordMetadata"),
+    "TransactionalProducer": ("txnproducer.producer", "TransactionalProducer"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("txnproducer")
+        except importlib.metadata.PackageNotFoundError:  # a source tree that is not installed
+            version = "0.0.0+unknown"
+        globals()["__version__"] = version
+        return version
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'txnproducer' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "AbortableError",

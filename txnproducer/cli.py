@@ -84,13 +84,17 @@ def _bootstrap(bootstrap: str | None, transaction_version: int, out: TextIO) -> 
 
 def _create_topic(servers: str, topic: str) -> None:
     """Create the demo topic explicitly: real clusters often disable auto-creation."""
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from txnproducer.admin.connection import AdminConnection
+    from txnproducer.admin.create_topics import create_topic
+    from txnproducer.admin.settings import AdminSettings
 
-    admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=int(DEMO_TIMEOUT_S * 1000))
+    settings = AdminSettings.from_mapping({"bootstrap_servers": servers,
+                                           "default.api.timeout.ms": int(DEMO_TIMEOUT_S * 1000)})
+    conn = AdminConnection(settings)
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=DEMO_PARTITIONS, replication_factor=1)])
+        create_topic(conn, topic, DEMO_PARTITIONS, conn.deadline(), replication_factor=1)
     finally:
-        admin.close()
+        conn.close()
 
 
 def _produce(servers: str, topic: str, out: TextIO) -> None:
@@ -130,31 +134,25 @@ def _produce(servers: str, topic: str, out: TextIO) -> None:
 
 def _consume_committed(servers: str, topic: str) -> list[str]:
     """Read the whole topic with isolation.level=read_committed, up to the last stable offset."""
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import TopicPartition
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=servers,
-        isolation_level="read_committed",
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        request_timeout_ms=int(DEMO_TIMEOUT_S * 1000) // 2,
-    )
-    try:
+    from txnproducer import TransactionalConsumer
+
+    with TransactionalConsumer(bootstrap_servers=servers, auto_offset_reset="earliest",
+                               request_timeout_ms=int(DEMO_TIMEOUT_S * 1000) // 2) as consumer:
         partitions = [TopicPartition(topic, p) for p in range(DEMO_PARTITIONS)]
         consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        # For read_committed, end offsets are last stable offsets: everything decided so far.
-        end = consumer.end_offsets(partitions)
+        consumer.seek_to_end(partitions)
+        # read_committed: the end is the last stable offset, everything decided so far
+        end = {tp: consumer.position(tp, timeout=DEMO_TIMEOUT_S) for tp in partitions}
+        consumer.seek_to_beginning()
         values: list[str] = []
         deadline = time.monotonic() + DEMO_TIMEOUT_S
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
+        while any(consumer.position(tp, timeout=DEMO_TIMEOUT_S) < end[tp] for tp in partitions):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"consumer did not reach the end offsets {end} within {DEMO_TIMEOUT_S}s")
-            for records in consumer.poll(timeout_ms=500).values():
-                values.extend(r.value.decode() for r in records)
+            values.extend(r.value.decode() for r in consumer.poll(timeout=0.5) if r.value is not None)
         return values
-    finally:
-        consumer.close()
 
 
 def run_demo(

@@ -108,6 +108,8 @@ class ProducerConfig:
     ``reconnect_backoff_ms``                   ``50``              first wait before reconnecting
     ``reconnect_backoff_max_ms``               ``1000``            cap of the reconnect backoff
     ``socket_connection_setup_timeout_ms``     ``10000``           bound on establishing a connection
+    ``connections_max_idle_ms``                ``540000``          close connections idle this long
+    ``client_dns_lookup``                      use_all_dns_ips     or resolve_canonical_bootstrap_servers_only
     ``key_serializer``                         ``None``            ``Callable[[Any], bytes]``; ``None``:
                                                                    bytes, ``str`` encoded as UTF-8
     ``value_serializer``                       ``None``            ``Callable[[Any], bytes]``; ``None``:
@@ -294,6 +296,20 @@ class ProducerConfig:
         default=10_000,
         validator=int_range(0),
         metadata=doc("Bound on establishing one TCP (and TLS/SASL) connection."),
+    )
+    connections_max_idle_ms: int = attrs.field(
+        default=540_000,
+        validator=int_range(1),
+        metadata=doc("Close a connection with nothing in flight and no traffic for this long (brokers close "
+                     "theirs at connections.max.idle.ms, 10 minutes by default)."),
+    )
+    client_dns_lookup: str = attrs.field(
+        default="use_all_dns_ips",
+        validator=one_of(("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+        metadata=doc("use_all_dns_ips: a connection tries every address a broker's name resolves to; "
+                     "resolve_canonical_bootstrap_servers_only: each bootstrap server's name is also "
+                     "resolved to its canonical names, each a bootstrap server of its own (Kerberos "
+                     "behind a DNS alias)."),
     )
 
     # --- record handling ------------------------------------------------------------------------------
@@ -542,7 +558,8 @@ class ProducerConfig:
         return self.client_id if self.client_id is not None else f"producer-{self.transactional_id}"
 
     def kafka_client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for kafka-python's ``KafkaNetClient`` / ``KafkaConnectionManager``.
+        """The connection-level settings as keyword arguments in kafka-python's names (for an
+        application's own kafka-python clients beside ours; ours read ``client_software_version``).
 
         Only connection-level settings go here; batching and transaction settings stay with the
         producer's own components.

@@ -27,7 +27,6 @@ import pytest
 from tests._support.ports import cluster_on_reserved_ports
 from tests._support.secrets_scan import debug_everywhere  # noqa: F401  (a fixture for the secrets scans)
 from txnproducer import TransactionalConsumer
-from txnproducer._internal.network.client import NetworkClient
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient
 
@@ -67,15 +66,6 @@ def consumers(mock_cluster: MockCluster) -> Iterator[Callable[..., Transactional
     yield make
     for consumer in made:
         consumer.close(timeout=5)
-
-
-@pytest.fixture(params=["direct", "kafka-python"])
-def io_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test on both of the Sender's I/O paths: its own PLAINTEXT connections
-    (``direct_io``, the default) and kafka-python's (what TLS and SASL producers use)."""
-    if request.param == "kafka-python":
-        monkeypatch.setattr(NetworkClient, "direct_io_enabled", False)
-    return str(request.param)
 
 
 @pytest.fixture

@@ -1,9 +1,7 @@
 """TransactionalConsumer against MockCluster: what a read_committed reader must see, and how it
 follows the cluster (resets, leader moves, truncation, sessions, corrupt data), within its bounds.
 
-Each test runs on the consumer's own plaintext connections and on kafka-python's connection layer
-(what TLS and SASL use: ``io_path``) where the path matters; the file runs on both hot paths
-(``make test`` runs it again with ``TXNPRODUCER_PURE_PYTHON=1``).
+The file runs on both hot paths (``make test`` runs it again with ``TXNPRODUCER_PURE_PYTHON=1``).
 """
 
 from __future__ import annotations
@@ -109,9 +107,7 @@ def test_interleaved_transactions_of_several_producers_every_codec(
         assert consumer.position(tp) == _log_end(mock_cluster, tp), "the position moved past the markers"
 
 
-def test_both_io_paths_and_both_apis_read_the_same(
-    mock_cluster: MockCluster, consumers: Any, io_path: str
-) -> None:
+def test_both_apis_read_the_same(mock_cluster: MockCluster, consumers: Any) -> None:
     mock_cluster.create_topic(TOPIC, 2)
     committed = _write_interleaved(mock_cluster, 2)
     a, b = consumers(), consumers()

@@ -3,8 +3,8 @@
 Why it matters: the Sender sends a request and then blocks in the network poll until the answer
 arrives. If the bytes only left in that poll (kafka-python's transport queues them behind a
 write-readiness wait), every Produce and EndTxn would reach the broker one or two poll rounds
-late, which on a one-record transaction was a measurable share of the commit latency. Both of the
-Sender's I/O paths (its own PLAINTEXT connections and kafka-python's) must keep this.
+late, which on a one-record transaction was a measurable share of the commit latency. Our
+connections must keep this, whatever API the request is.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _ready_client(cluster: MockCluster) -> tuple[NetworkClient, int]:
 
 
 def test_a_sent_request_reaches_the_broker_before_the_next_poll(
-        mock_cluster: MockCluster, io_path: str) -> None:
+        mock_cluster: MockCluster) -> None:
     net, node = _ready_client(mock_cluster)
     try:
         since = mock_cluster.requests.next_seq()
@@ -52,7 +52,7 @@ def test_a_sent_request_reaches_the_broker_before_the_next_poll(
         net.close()
 
 
-def test_requests_sent_back_to_back_arrive_in_order(mock_cluster: MockCluster, io_path: str) -> None:
+def test_requests_sent_back_to_back_arrive_in_order(mock_cluster: MockCluster) -> None:
     net, node = _ready_client(mock_cluster)
     try:
         since = mock_cluster.requests.next_seq()

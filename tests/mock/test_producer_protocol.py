@@ -355,7 +355,7 @@ OLDER_BROKER = {"Produce": (3, 9), "InitProducerId": (0, 3), "AddPartitionsToTxn
 @pytest.mark.parametrize("mock_cluster", [1], indirect=True, ids=["tv1"])
 @pytest.mark.parametrize("older", ["leader", "coordinator"])
 def test_each_broker_gets_the_versions_it_speaks_during_a_rolling_upgrade(
-        mock_cluster: MockCluster, make_producer: Any, older: str, io_path: str) -> None:
+        mock_cluster: MockCluster, make_producer: Any, older: str) -> None:
     """Brokers of two releases serve the cluster while it is upgraded. As in the Java client,
     each request carries the highest version its own destination speaks (from that connection's
     ApiVersions): a version only the newer brokers know used to reach the older one, which

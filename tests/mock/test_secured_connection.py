@@ -1,15 +1,15 @@
-"""The Sender's own connections over TLS and SASL (``network/connection.py``, ``connection_setup.py``,
+"""Our connections over TLS and SASL (``network/connection.py``, ``connection_setup.py``,
 ``tls_channel.py``, ``sasl_authenticator.py``), against MockCluster's TLS and SASL listeners.
 
-Driven here without a producer (``DirectConnections`` and a selector, as the Sender polls them), so that
-what is asserted is this path and nothing else: kafka-python's bootstrap connection, which a producer
-also opens, would hit most of these failures first. What a user relies on:
+Driven here without a producer (``DirectConnections`` polled as the Sender polls them), so that what is
+asserted is one connection's path and nothing else: a producer's bootstrap connection would hit most of
+these failures first. What a user relies on:
 
 - every mechanism authenticates and the principal is the one configured;
 - KIP-368: a re-authentication leaves the requests in flight to be answered, holds the ones sent meanwhile
   and writes them after it, in order, and a refused re-authentication is an authentication error;
-- the day-one mistakes are the same typed errors, naming the broker and the cause, as on kafka-python's
-  path (``auth_failures.py`` classifies both), well within 5 s;
+- the day-one mistakes are typed errors naming the broker and the cause (``auth_failures.py``), well
+  within 5 s;
 - a broker closing in the middle of a TLS or SASL handshake, or slower than
   ``socket_connection_setup_timeout_ms``, ends that attempt (transient, retried), and only repeated closes
   become an authentication error; a handshake within the bound succeeds;
@@ -25,7 +25,6 @@ from typing import Any
 
 import kafka.errors as kerrors
 import pytest
-from kafka.future import Future
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from tests._support.security import FAST_FAIL_S
@@ -35,8 +34,8 @@ from txnproducer._internal.network.channel_security import channel_security
 from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.connection_errors import ClosedBeforeReady, TlsHandshakeFailed
 from txnproducer._internal.network.direct_connections import DirectConnections
+from txnproducer._internal.network.future import Future
 from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
-from txnproducer._internal.network.selector import QuietMissSelector
 from txnproducer._internal.network.tls_context import build_ssl_context
 from txnproducer.config import ProducerConfig
 from txnproducer.oauth import OAuthBearerToken
@@ -65,18 +64,17 @@ class Harness:
         if self.config.sasl_mechanism == "OAUTHBEARER":
             self.tokens = TokenCache(as_token_source(self.config.sasl_oauth_token_provider), "t")
         security = channel_security(self.config, build_ssl_context(self.config), self.tokens)
-        assert security is not None
         self.diagnosis = ConnectionDiagnosis(self.config)
         self.verdicts: list[errors.AuthenticationError] = []
         self.failures: list[BaseException] = []
-        self.selector = QuietMissSelector()
         host, port = cluster.broker_address(1)
         self.broker = types.SimpleNamespace(node_id=1, host=host, port=port)
         self.conns = DirectConnections(
-            self.config, self.selector, broker_address=lambda _node: self.broker,
+            self.config, broker_address=lambda _node: self.broker,
             api_versions_request=lambda v: ApiVersionsRequest(version=v, client_software_name="t",
                                                               client_software_version="1"),
-            on_ready=lambda conn, _answer: self.diagnosis.connected(conn.node_id), on_close=lambda: None,
+            on_ready=lambda conn, _answer: self.diagnosis.connected(conn.node_id),
+            on_close=lambda _conn: None,
             security=security, on_setup_failed=self._failed)
 
     def _failed(self, node: Any, broker: Any, exc: BaseException) -> None:
@@ -89,7 +87,7 @@ class Harness:
         deadline = time.monotonic() + timeout
         while not until():
             assert time.monotonic() < deadline, "condition not reached within the test's bound"
-            self.conns.poll(0.02, lambda ms: self.selector.select(ms / 1000))
+            self.conns.poll(0.02)
 
     def send(self, request: Any = None) -> Future:
         request = request or MetadataRequest(version=9, topics=[], allow_auto_topic_creation=False)
@@ -106,7 +104,6 @@ class Harness:
         self.conns.close_all(kerrors.KafkaConnectionError("test over"))
         if self.tokens is not None:
             self.tokens.close()
-        self.selector.close()
 
 
 @pytest.fixture
@@ -215,7 +212,7 @@ def test_a_refused_reauthentication_is_an_authentication_error(harnesses: Any) -
         assert "Cannot change principals" in str(verdict) and "broker 1 (127.0.0.1:" in str(verdict)
 
 
-# -- day-one mistakes: the same typed errors as kafka-python's path -------------------------------------
+# -- day-one mistakes: typed errors naming the broker and the cause ----------------------------------------
 
 
 def _wrong_ca(tmp: Any) -> dict[str, Any]:

@@ -1,8 +1,7 @@
-"""The Sender's connections under faults, on both I/O paths.
+"""The Sender's connections under faults.
 
-PLAINTEXT producers send their Sender's requests over their own connections
-(``txnproducer._internal.network.connection``); TLS and SASL producers over kafka-python's. Either way a
-user relies on the same things: a request that gets no answer within ``request_timeout_ms`` is
+Every request goes over our own connections (``txnproducer._internal.network.connection``), whatever
+the security protocol. A user relies on: a request that gets no answer within ``request_timeout_ms`` is
 retried on a new connection without duplicating records, a connection lost after the broker acted
 on EndTxn still ends in a committed transaction, and nothing churns connections when nothing fails.
 """
@@ -19,8 +18,8 @@ from txnproducer.testing import MockCluster
 
 
 @pytest.fixture
-def make_producer(mock_cluster: MockCluster, io_path: str) -> Iterator[ProducerFactory]:
-    factory = ProducerFactory(mock_cluster, f"tx-conn-{io_path}", retry_backoff_ms=20)
+def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
+    factory = ProducerFactory(mock_cluster, "tx-conn", retry_backoff_ms=20)
     yield factory
     mock_cluster.clear_faults()
     factory.close_all(5)
@@ -87,41 +86,27 @@ def test_without_faults_each_broker_gets_the_senders_requests_on_one_connection(
 
 
 @TVS
-def test_kafka_pythons_event_loop_runs_only_when_it_has_work(
-        mock_cluster: MockCluster, make_producer: Any, io_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Sender waits on the selector itself (network/lean_poll.py) and runs kafka-python's loop
-    for its sockets, timers and tasks only: on the PLAINTEXT path, where the Sender's requests
-    use its own connections, that is a few polls in a run, not one per Sender iteration; on
-    kafka-python's path, whose sockets carry the requests, the loop runs for each answer."""
-    from kafka.net.selector import NetworkSelector
+def test_no_kafka_python_connection_metadata_or_event_loop_is_made(
+        mock_cluster: MockCluster, make_producer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-python is the protocol's dictionary only: a producer's whole life (bootstrap, metadata,
+    coordinator lookups, transactions, close) makes none of its network objects."""
+    import kafka.cluster
+    import kafka.net.manager
+    import kafka.net.selector
 
-    from txnproducer._internal.sender import Sender
+    def refused(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("a kafka-python network object was made")
 
-    counts = {"loop": 0, "sender": 0}
-    loop_poll_once, sender_run_once = NetworkSelector._poll_once, Sender.run_once
-
-    def counted_poll_once(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["loop"] += 1
-        return loop_poll_once(self, *args, **kwargs)
-
-    def counted_run_once(self: Any) -> None:
-        counts["sender"] += 1
-        sender_run_once(self)
-
+    for cls in (kafka.net.selector.NetworkSelector, kafka.net.manager.KafkaConnectionManager,
+                kafka.cluster.ClusterMetadata):
+        monkeypatch.setattr(cls, "__init__", refused)
     mock_cluster.create_topic("lean", partitions=3)
     producer = make_producer()
     producer.init_transactions()
-    monkeypatch.setattr(NetworkSelector, "_poll_once", counted_poll_once)
-    monkeypatch.setattr(Sender, "run_once", counted_run_once)
-    for _ in range(30):
+    for _ in range(3):
         with producer.transaction():
             for p in range(3):
                 producer.send("lean", b"v", partition=p)
-    monkeypatch.undo()
+    producer.close(5)
     for p in range(3):
-        assert committed_values(mock_cluster, "lean", p) == [b"v"] * 30
-    assert counts["sender"] >= 60  # at least the Produce and the EndTxn answer of each
-    if io_path == "direct":
-        assert counts["loop"] <= counts["sender"] // 10, counts
-    else:
-        assert counts["loop"] >= 60, counts  # their sockets: every answer goes through the loop
+        assert committed_values(mock_cluster, "lean", p) == [b"v"] * 3

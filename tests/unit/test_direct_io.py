@@ -19,13 +19,12 @@ from collections.abc import Callable, Iterator
 
 import kafka.errors as kerrors
 import pytest
-from kafka.future import Future
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.network.connection import DirectConnection
-from txnproducer._internal.network.selector import QuietMissSelector
+from txnproducer._internal.network.future import Future
 from txnproducer.config import ProducerConfig
 
 Answer = Callable[[int, int], bytes | None]  # (correlation id, request index) -> frame, or None
@@ -105,7 +104,7 @@ class FakeBroker:
 
 @pytest.fixture
 def selector() -> Iterator[selectors.BaseSelector]:
-    sel = QuietMissSelector()
+    sel = selectors.DefaultSelector()
     yield sel
     sel.close()
 
@@ -126,7 +125,8 @@ def pump(selector: selectors.BaseSelector, conn: DirectConnection, until: Callab
     deadline = time.monotonic() + timeout
     while not until():
         assert time.monotonic() < deadline, "condition not reached within the test's bound"
-        selector.select(0.02)  # QuietMissSelector dispatches the connection's events itself
+        for key, events in selector.select(0.02):  # as DirectConnections.poll dispatches them
+            key.data.on_events(events)
         conn.tick(time.monotonic())
 
 
@@ -307,42 +307,6 @@ def test_network_client_backs_off_from_an_unreachable_broker() -> None:
         assert 0.14 <= delays[0] <= 0.24
         assert 0.3 <= delays[1] <= 0.48
         assert 0.6 <= delays[2] <= 0.96
-    finally:
-        net.close()
-
-
-@pytest.mark.parametrize("settings", [{}, {"security_protocol": "SSL"},
-                                      {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-                                       "sasl_plain_username": "u", "sasl_plain_password": "p"},
-                                      {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-                                       "sasl_plain_username": "u", "sasl_plain_password": "p"}],
-                         ids=["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"])
-def test_network_client_sends_over_its_own_connections_in_every_protocol(settings: dict[str, str]) -> None:
-    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t", **settings)
-    net = NetworkClient(config)
-    try:
-        assert net._direct_io
-    finally:
-        net.close()
-
-
-def test_a_request_timeout_of_its_own_reaches_kafka_python_connections(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where requests go through kafka-python's connection manager (GSSAPI, or the direct path turned
-    off), it takes the request's own timeout per request (a group's JoinGroup)."""
-    monkeypatch.setattr(NetworkClient, "direct_io_enabled", False)
-    config = ProducerConfig(bootstrap_servers="127.0.0.1:9", transactional_id="t")
-    net = NetworkClient(config)
-    seen: list[dict[str, object]] = []
-
-    def send(request: object, **kwargs: object) -> Future:
-        seen.append(kwargs)
-        return Future()
-
-    monkeypatch.setattr(net._manager, "send", send)
-    try:
-        net.send(1, request(), timeout_s=305.0)
-        assert seen == [{"node_id": 1, "request_timeout_ms": 305_000.0}]
     finally:
         net.close()
 

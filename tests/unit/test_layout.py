@@ -107,6 +107,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.config", "txnproducer.prepared", "txnproducer.producer",
         "txnproducer._internal.log", "txnproducer._internal.network.redaction", "txnproducer.otel",
         "txnproducer.spark.kafka_options",
+        # the state topic's reads and writes, on the admin tools' synchronous connection
+        "txnproducer.admin.connection", "txnproducer.admin.settings", "txnproducer.admin.results",
+        "txnproducer.admin.metadata", "txnproducer.admin.create_topics", "txnproducer.admin.describe_configs",
+        "txnproducer.admin.list_offsets", "txnproducer.admin.fetch", "txnproducer.admin.produce",
+        "txnproducer.admin.describe_transactions",
     )),
     # the source: the consumer on executors, the admin tools' connection and requests on the driver
     ("txnproducer.spark.source", (
@@ -267,3 +272,54 @@ def test_every_package_says_what_it_holds_and_may_import(name: str) -> None:
     assert doc, f"{name} has no docstring"
     if name != "txnproducer":
         assert "may import" in doc, f"{name}'s docstring does not say what the room may import"
+
+
+# --- kafka-python: the protocol's dictionary, never a connection layer (DESIGN: "One network stack") ----
+
+#: kafka-python's packages that are a client or a connection layer: importing any of them would bring
+#: back a second network stack (and its loggers) or tie us to internals that change between releases
+KAFKA_PYTHON_CLIENTS = ("kafka.net", "kafka.client_async", "kafka.conn", "kafka.coordinator",
+                        "kafka.consumer", "kafka.producer", "kafka.admin", "kafka.cluster", "kafka.future",
+                        "kafka.metrics", "kafka.sasl")
+#: the names ``kafka`` itself exports that are its clients
+KAFKA_PYTHON_CLIENT_NAMES = {"KafkaConsumer", "KafkaProducer", "KafkaAdminClient", "KafkaClient"}
+
+
+def _kafka_python_imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Every kafka-python module and name ``path`` imports: (line, dotted name)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "kafka" or alias.name.startswith("kafka."):
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None \
+                and (node.module == "kafka" or node.module.startswith("kafka.")):
+            for alias in node.names:
+                yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def _forbidden(name: str) -> bool:
+    parts = name.split(".")
+    if any(part.startswith("_") for part in parts):
+        return True  # an underscore name of kafka-python: private, may change in any release
+    if len(parts) == 2 and parts[1] in KAFKA_PYTHON_CLIENT_NAMES:  # from kafka import KafkaConsumer
+        return True
+    return any(name == p or name.startswith(p + ".") for p in KAFKA_PYTHON_CLIENTS)
+
+
+def test_the_kafka_python_rule_sees_what_it_must() -> None:
+    assert _forbidden("kafka.net.selector.NetworkSelector")
+    assert _forbidden("kafka.KafkaConsumer")
+    assert _forbidden("kafka.protocol.frame._private")
+    assert not _forbidden("kafka.protocol.metadata.MetadataRequest")
+    assert not _forbidden("kafka.errors")
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_kafka_python_is_only_the_protocol_dictionary(name: str) -> None:
+    """No module of the library imports kafka-python's clients, connection layer or private names:
+    kafka-python supplies message classes, errors, structs and codecs (DESIGN.md)."""
+    path = MODULES[name]
+    wrong = [f"line {line}: {target}" for line, target in _kafka_python_imports(path) if _forbidden(target)]
+    assert not wrong, f"{path.relative_to(ROOT)} imports kafka-python's client or private code: {wrong}"

@@ -26,15 +26,15 @@ def net() -> Iterator[NetworkClient]:
 
 
 def _pending_bytes(net: NetworkClient) -> bool:
-    wake = net._client._net._wakeup_r
+    wake = net._direct._wake_r
     readable, _, _ = select.select([wake], [], [], 0)
     return bool(readable)
 
 
 def test_a_second_wakeup_before_the_poll_writes_nothing(net: NetworkClient) -> None:
     writes: list[int] = []
-    write = net._client.wakeup
-    net._client.wakeup = lambda: (writes.append(1), write())[1]  # type: ignore[method-assign]
+    write = net._direct.wakeup
+    net._direct.wakeup = lambda: (writes.append(1), write())[1]  # type: ignore[method-assign]
     net.wakeup()
     net.wakeup()
     assert writes == [1]
@@ -53,11 +53,10 @@ def test_a_poll_that_raises_after_draining_does_not_mute_wakeups(net: NetworkCli
     net.wakeup()
 
     def drains_then_raises(*_args: object) -> None:  # a callback inside the poll that raised
-        net._client._net._wakeup_r.recv(1024)
+        net._direct._wake_r.recv(1024)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(net, "_full_poll", drains_then_raises)
-    monkeypatch.setattr(net, "_lean_poll", False)
+    monkeypatch.setattr(net._direct, "poll", drains_then_raises)
     with pytest.raises(RuntimeError):
         net.poll(0.0)
     assert not _pending_bytes(net)

@@ -186,7 +186,7 @@ class OverdueWatch:
             return
         request = FindCoordinatorRequest(version=_FIND_COORDINATOR_BATCHED, key_type=key_type,
                                          coordinator_keys=[key])
-        future = net.send(node, request, direct=False)
+        future = net.send(node, request)
         self._track(node, future, now)
 
         def answered(response: Any) -> None:

@@ -92,15 +92,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float =
                  **security: Any) -> None:
     """Create ``topic`` on a real cluster (ignored when it exists): auto-creation is often off.
     ``security``: the producer's ``security_protocol``/``ssl_*``/``sasl_*`` settings, for the admin client."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from txnproducer.admin.connection import AdminConnection
+    from txnproducer.admin.create_topics import create_topic as create
+    from txnproducer.admin.settings import AdminSettings
 
-    admin_keys = KafkaAdminClient.DEFAULT_CONFIG
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
-                             **{k: v for k, v in security.items() if k in admin_keys})
+    settings = AdminSettings.from_mapping({"bootstrap_servers": bootstrap,
+                                           "default.api.timeout.ms": int(timeout_s * 1000), **security})
+    admin = AdminConnection(settings)
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-    except TopicAlreadyExistsError:
-        pass
+        create(admin, topic, partitions, admin.deadline(), replication_factor=1)
     finally:
         admin.close()

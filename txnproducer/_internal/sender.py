@@ -366,7 +366,7 @@ class Sender(threading.Thread):
 
     def _send_produce(self, node: int, batches: list[ProducerBatch], version: int) -> None:
         # The request is our own encoder's (produce_codec: kafka-python's generic ProduceRequest
-        # cost ~32 us of Sender CPU per request), sent through kafka-python's connection.
+        # cost ~32 us of Sender CPU per request), sent on our connection to the leader.
         by_topic: dict[str, list[tuple[int, Records | None]]] = collections.defaultdict(list)
         records = 0
         size = 0

@@ -9,9 +9,11 @@ The Python side of ``txnproducer transactions list|describe|describe-producers|f
 What the room holds: the facade (``client.py``: :class:`TransactionsAdmin`), one module per Kafka
 request it speaks, named after it (``metadata.py``, ``find_coordinator.py``, ``list_transactions.py``,
 ``describe_transactions.py``, ``describe_producers.py``, ``list_offsets.py``, ``write_txn_markers.py``,
-``init_producer_id.py``), the two procedures built on them (``hanging.py``: find-hanging; ``abort.py``:
-plans and aborts), the Spark sink's view (``spark_view.py``) and a streaming query's Kafka input from its
-checkpoint (``spark_source_view.py``), the one synchronous connection they share
+``init_producer_id.py``, and for the Spark sink's state topic and source, the demo and the benchmarks
+``create_topics.py``, ``describe_configs.py``, ``produce.py``, ``fetch.py``), the two procedures built on
+them (``hanging.py``: find-hanging; ``abort.py``: plans and aborts), the Spark sink's view
+(``spark_view.py``) and a streaming query's Kafka input from its checkpoint (``spark_source_view.py``),
+the one synchronous connection they share
 (``connection.py``, over the producer's network client), settings (``settings.py``), typed results
 (``results.py``) and errors (``errors.py``), and the command line (``cli.py``, ``render.py``).
 

@@ -2,10 +2,9 @@
 
 Why the producer's ``NetworkClient``: it already turns every security protocol the producer supports
 (TLS with CA, client certificates and CRLs, SASL PLAIN/SCRAM/GSSAPI/OAUTHBEARER with the token cache)
-into kafka-python connections, reports a refused handshake or authentication at once as a typed
-:class:`~txnproducer.errors.AuthenticationError` naming broker and cause (not as a timeout), and keeps
-secrets out of kafka-python's DEBUG lines. The admin tools get the same semantics on every protocol by
-using it, not a second connection stack.
+into connections of ours, reports a refused handshake or authentication at once as a typed
+:class:`~txnproducer.errors.AuthenticationError` naming broker and cause (not as a timeout). The admin
+tools get the same semantics on every protocol by using it, not a second connection stack.
 
 Why synchronous: an admin call is a short sequence of requests, each depending on the previous answer
 (Metadata, then DescribeProducers to the leaders, then ListTransactions, ...). The calling thread
@@ -14,9 +13,9 @@ start or stop. Every wait is bounded by the call's :class:`Deadline` (``default.
 ends early when the network reports an authentication failure.
 
 Each request is built for its destination broker's versions (``build(version)`` gets the highest
-version both that broker and kafka-python speak), as the Java client does: during a rolling upgrade two
-brokers may speak different versions, and a request module must refuse a filter the broker cannot
-apply instead of letting a lower version drop it silently.
+version both that broker and kafka-python's message classes speak), as the Java client does: during a
+rolling upgrade two brokers may speak different versions, and a request module must refuse a filter the
+broker cannot apply instead of letting a lower version drop it silently.
 """
 
 from __future__ import annotations
@@ -68,20 +67,12 @@ class Deadline:
         )
 
 
-class _AdminNetworkClient(NetworkClient):
-    """The producer's network client on kafka-python's connections only (every security protocol,
-    and their ApiVersions tell each broker's versions); the producer's own plaintext fast path has
-    nothing to offer a handful of admin requests."""
-
-    direct_io_enabled = False
-
-
 class AdminConnection:
     """Requests to chosen brokers, answered synchronously (see the module docstring)."""
 
     def __init__(self, settings: AdminSettings) -> None:
         self.settings = settings
-        self._net = _AdminNetworkClient(settings.config)
+        self._net = NetworkClient(settings.config)
         self._log = get_logger("txnproducer.admin")
 
     def deadline(self) -> Deadline:
@@ -120,7 +111,7 @@ class AdminConnection:
         return int(node)
 
     def know_broker(self, node: int, host: str, port: int) -> None:
-        """Make ``node`` reachable before kafka-python's own metadata lists it (a coordinator)."""
+        """Make ``node`` reachable before a Metadata answer lists it (a coordinator)."""
         self._net.ensure_broker(node, host, port)
 
     def max_version(self, node: int, api_key: int) -> int | None:
@@ -148,9 +139,10 @@ class AdminConnection:
         self, node: int, request_cls: Any, build: Callable[[int], Any], deadline: Deadline, what: str
     ) -> Any:
         """Send ``build(version)`` to broker ``node`` and return its answer. ``version`` is the highest
-        one of ``request_cls`` that both the broker and kafka-python speak; ``build`` may raise
-        :class:`BrokerTooOldError` when that is too low for what it must send. A broken connection or a
-        request unanswered within ``request_timeout_ms`` is sent again until the deadline."""
+        one of ``request_cls`` that both the broker and kafka-python's message classes speak; ``build``
+        may raise :class:`BrokerTooOldError` when that is too low for what it must send. A broken
+        connection or a request unanswered within ``request_timeout_ms`` is sent again until the
+        deadline."""
         while True:
             self._connect(node, deadline, what)
             broker_max = self.max_version(node, request_cls.API_KEY)
@@ -161,7 +153,7 @@ class AdminConnection:
                     f" {request_cls.API_KEY}{since}); upgrade it"
                 )
             request = build(min(broker_max, request_cls.max_version))
-            future = self._net.send(node, request, direct=False)
+            future = self._net.send(node, request)
             self._pump(functools.partial(_is_done, future), deadline, what)
             if future.succeeded():
                 return future.value

@@ -29,7 +29,7 @@ from .errors import AdminAuthorizationError, BrokerTooOldError, UnexpectedBroker
 from .metadata import leaders_of
 from .results import TopicPartition
 
-__all__ = ["EARLIEST", "LATEST", "list_offsets", "stable_and_end_offsets"]
+__all__ = ["EARLIEST", "LATEST", "list_offsets", "offsets_at", "stable_and_end_offsets"]
 
 EARLIEST, LATEST = -2, -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -140,3 +140,10 @@ def stable_and_end_offsets(
         if pending:
             conn.backoff(deadline, "finding the new leaders of " + ", ".join(str(tp) for tp in pending[:5]))
     return out
+
+
+def offsets_at(
+    conn: AdminConnection, partitions: Sequence[TopicPartition], timestamp: int, deadline: Deadline
+) -> dict[TopicPartition, int]:
+    """Each partition's ``EARLIEST`` (log start) or ``LATEST`` (high watermark) offset, from its leader."""
+    return list_offsets(conn, dict.fromkeys(partitions, timestamp), deadline, read_committed=False)

@@ -37,6 +37,8 @@ CONNECTION_KEYS = frozenset(
         "reconnect_backoff_ms",
         "reconnect_backoff_max_ms",
         "socket_connection_setup_timeout_ms",
+        "connections_max_idle_ms",
+        "client_dns_lookup",
         "security_protocol",
         "sasl_mechanism",
         "sasl_plain_username",

@@ -32,6 +32,7 @@ Thread rule: the polling thread only.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -135,8 +136,8 @@ class OffsetLookups:
             for s, _ in sent:
                 s.in_flight = True
             future = self._net.send(node, build(version, topics))
-            future.add_callback(lambda response, sent=sent: answered(sent, response))
-            future.add_errback(lambda exc, sent=sent: self._failed(sent, kind, exc))
+            future.add_callback(functools.partial(answered, sent))
+            future.add_errback(functools.partial(self._failed, sent, kind))
 
     # -- requests --------------------------------------------------------------------------------
 

@@ -1,12 +1,12 @@
-"""How the Sender's own connections secure themselves: the TLS context and the SASL mechanism, once.
+"""How our connections secure themselves: the TLS context and the SASL mechanism, once.
 
 Why a value object: every connection to every broker uses the same context and mechanism, and the
 producer builds them when it starts (a missing CA file is a ``ConfigError`` from the constructor,
 ``tls_context.py``); each connection (:mod:`.connection`) only asks it for a :class:`~.tls_channel.TlsChannel`
 and a fresh mechanism client per authentication.
 
-:func:`channel_security` says None when the fast path does not speak the protocol's mechanism (GSSAPI):
-then the producer keeps kafka-python's connections for every request (``client.py``).
+Every security protocol and SASL mechanism the settings accept is spoken here (the settings refuse the
+others, and GSSAPI without its package, when they are made): there is no other path to fall back to.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Any
 
 import attrs
 
-from .sasl_mechanisms import FAST_PATH_MECHANISMS, SaslMechanismClient, mechanism_factory
+from txnproducer.errors import ConfigError
+
+from .sasl_mechanisms import MECHANISMS, SaslMechanismClient, mechanism_factory
 from .settings import ConnectionSettings
 
 __all__ = ["ChannelSecurity", "channel_security"]
@@ -32,28 +34,31 @@ class ChannelSecurity:
     protocol: str
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanism: str | None = None
-    new_sasl_client: Callable[[], SaslMechanismClient] | None = None
+    new_sasl_client: Callable[[str], SaslMechanismClient] | None = None
 
     def __repr__(self) -> str:
         return f"ChannelSecurity({self.protocol}, sasl_mechanism={self.sasl_mechanism})"
 
 
 def channel_security(config: ConnectionSettings, ssl_context: ssl.SSLContext | None,
-                     oauth_tokens: Any = None) -> ChannelSecurity | None:
-    """The security of the Sender's own connections for ``config``; None when they cannot speak it."""
+                     oauth_tokens: Any = None) -> ChannelSecurity:
+    """The security of our connections for ``config`` (a ConfigError for what they cannot speak: the
+    settings' own checks refuse it first)."""
     protocol = config.security_protocol
     if protocol not in _PROTOCOLS:
-        return None
+        raise ConfigError(f"security_protocol {protocol!r} is not one of {', '.join(_PROTOCOLS)}")
     tls = protocol in ("SSL", "SASL_SSL")
     if tls and ssl_context is None:
-        return None
+        raise ConfigError(f"security_protocol {protocol!r} needs a TLS context")
     if not protocol.startswith("SASL_"):
         return ChannelSecurity(protocol, ssl_context if tls else None)
     mechanism = config.sasl_mechanism or "PLAIN"
-    if mechanism not in FAST_PATH_MECHANISMS:
-        return None
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"sasl_mechanism {mechanism!r} is not one of {', '.join(sorted(MECHANISMS))}")
     if mechanism == "OAUTHBEARER" and oauth_tokens is None:
-        return None
+        raise ConfigError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_provider")
     factory = mechanism_factory(mechanism, username=config.sasl_plain_username,
-                                password=config.sasl_plain_password, tokens=oauth_tokens)
+                                password=config.sasl_plain_password, tokens=oauth_tokens,
+                                kerberos_service=config.sasl_kerberos_service_name,
+                                kerberos_domain=getattr(config, "sasl_kerberos_domain_name", None))
     return ChannelSecurity(protocol, ssl_context if tls else None, mechanism, factory)

@@ -1,18 +1,16 @@
-"""The Sender's own connection to a broker, driven by events from the shared selector.
+"""A connection to one broker: the one way every request of the library reaches the cluster.
 
-Why: every request the Sender sends through kafka-python's connection goes through its
-coroutine event loop: a task to write, a task per read that registers and unregisters the
-socket in the selector, futures and timers for the timeout, all in Python - about twice the CPU
-of a plain non-blocking socket per round trip (measurements in ``benchmarks/README.md``). A
-one-record transaction makes two round trips (Produce, EndTxn) on the Sender thread, and under
-the GIL the Sender's CPU is the producer's throughput. The same holds over TLS and SASL, where
-kafka-python's path cost a one-record transaction 1.7 times its plaintext CPU.
-
-What stays kafka-python's: the request and response classes and their codec (each request frames
-itself with its header), bootstrap, metadata, and every request when the mechanism is GSSAPI
-(``client.py`` decides). The split of received bytes into frames is ours (see
-:meth:`DirectConnection._deliver`); so are TLS (:mod:`.tls_channel`) and SASL
-(:mod:`.sasl_authenticator`) when the security protocol asks for them (``security``).
+Why our own: kafka-python's connection runs every request through its coroutine event loop - a task to
+write, a task per read that registers and unregisters the socket in the selector, futures and timers for
+the timeout, all in Python - about twice the CPU of a plain non-blocking socket per round trip
+(measurements in ``benchmarks/README.md``), and it is a private package whose internals change between
+releases. Here each request is framed (:mod:`txnproducer._internal.protocol.framing`: kafka-python's
+message classes encode the bodies, or our own codecs on the hot path), written on a non-blocking socket
+and its answer decoded with the response class of the version sent. Every API rides on it: Produce and
+Fetch, bootstrap and Metadata, the coordinators' requests, the group member's and the admin tools'.
+The split of received bytes into frames is ours (see :meth:`DirectConnection._deliver`); so are TLS
+(:mod:`.tls_channel`) and SASL (:mod:`.sasl_authenticator`) when the security protocol asks for them
+(``security``).
 
 What this class adds, with the Java client's ``NetworkClient`` semantics:
 
@@ -31,13 +29,16 @@ What this class adds, with the Java client's ``NetworkClient`` semantics:
   purpose (a consumer group's JoinGroup waits up to its rebalance timeout, as the Java client's
   ``joinGroupTimeoutMs``);
 - broker throttling (KIP-219): after an answer with ``throttle_time_ms`` nothing more is written
-  until that time has passed.
+  until that time has passed;
+- a request can be abandoned (:meth:`DirectConnection.abandon`): its caller stops waiting and may send
+  it elsewhere, while its answer, if it comes, is read and dropped.
 
 A connection that fails before it is ready says how (``setup_failed``, ``error``): the TLS error
 (chained in a ``TlsHandshakeFailed``), the SASL error, or ``ClosedBeforeReady``; ``auth_failures.py``
-reads them as it reads kafka-python's.
+reads them.
 
-Thread rule: only the Sender thread (the one that polls the selector) calls into it.
+Thread rule: only the network thread (the one that polls the selector: the Sender, a group member's IO
+thread, an admin call's thread) calls into it.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import kafka.errors as kerrors
-from kafka.future import Future
 from kafka.protocol.frame import KafkaBytes
 
 from txnproducer._internal.log import get_logger
@@ -60,7 +60,8 @@ from txnproducer._internal.protocol.framing import RequestFramer, read_response_
 
 from .channel_security import ChannelSecurity
 from .connection_errors import TlsAnswerToPlaintext, looks_like_tls
-from .connection_setup import CLOSED, CONNECTING, READY, TLS, ConnectionSetup
+from .connection_setup import CLOSED, CONNECTING, DEFAULT_SOCKET_OPTIONS, READY, TLS, ConnectionSetup
+from .future import Future
 from .tls_channel import TlsChannel
 
 __all__ = ["DirectConnection"]
@@ -87,11 +88,13 @@ class DirectConnection(ConnectionSetup):
                  on_close: Callable[[DirectConnection, bool], None] | None = None,
                  api_versions_request: Callable[[int], Any] | None = None,
                  on_ready: Callable[[DirectConnection, Any], None] | None = None,
-                 security: ChannelSecurity | None = None) -> None:
+                 security: ChannelSecurity | None = None,
+                 socket_options: tuple[tuple[int, int, int], ...] = DEFAULT_SOCKET_OPTIONS) -> None:
         """``api_versions_request(version)`` builds the ApiVersions request sent first on the
         connection (None: the connection is ready as soon as it is connected, and TLS'd if
         ``security`` says so; SASL needs the exchange); ``on_ready`` is told the answer;
-        ``security`` is the TLS context and SASL mechanism (None: plaintext)."""
+        ``security`` is the TLS context and SASL mechanism (None: plaintext); ``socket_options``
+        are set on the socket before it connects."""
         if security is not None and security.sasl_mechanism is not None and api_versions_request is None:
             raise ValueError("SASL needs the ApiVersions exchange (api_versions_request)")
         self.node_id = node_id
@@ -123,7 +126,9 @@ class DirectConnection(ConnectionSetup):
         self._events = 0  # what the selector watches for us
         self.throttled_until = 0.0
         self.state = CONNECTING
-        self.connect_deadline = time.monotonic() + setup_timeout_s
+        #: when the connection attempt began (monotonic): the reconnect backoff counts from it
+        self.started_at = time.monotonic()
+        self.connect_deadline = self.started_at + setup_timeout_s
         self._setup_timeout_s = setup_timeout_s
         self.error: BaseException | None = None
         #: True when the connection closed before it was ready or while re-authenticating: ``error``
@@ -138,6 +143,9 @@ class DirectConnection(ConnectionSetup):
         self._log = get_logger("txnproducer.network")
         self._sock: socket.socket | None = None
         self._addresses: list[Any] = []
+        self._socket_options = socket_options
+        #: when a request was last sent or answered (monotonic): ``connections_max_idle_ms`` counts from it
+        self.last_activity = time.monotonic()
         self._connect()
 
     # -- state ----------------------------------------------------------------------------------
@@ -207,7 +215,7 @@ class DirectConnection(ConnectionSetup):
             future.success(None)
         expected = _Expected(response_class, correlation_id, flexible, timeout_s)
         if self._open:
-            now = time.monotonic()
+            now = self.last_activity = time.monotonic()
             if expects:
                 self._track(future, now, expected)
             self._out.append(memoryview(data))
@@ -215,6 +223,27 @@ class DirectConnection(ConnectionSetup):
         else:
             self._queued.append((memoryview(data), (future, expected) if expects else None))
         return future
+
+    def abandon(self, future: Future, error: BaseException) -> bool:
+        """Stop waiting here for ``future``'s answer: it fails now with ``error`` (its sender may send the
+        request again, to another broker); an answer that still comes is read and dropped, so the stream
+        stays in step, and the request's deadline still closes a connection that never answers. A request
+        held while the connection is not open is not written at all. False: not waiting here.
+
+        Why: a broker that stops answering without closing its connections (a long pause, a frozen
+        process) keeps the request's caller waiting ``request_timeout_ms``; once the cluster has moved on
+        (a new coordinator), the caller should not wait for it."""
+        for index, (waiting, deadline, expected) in enumerate(self._in_flight):
+            if waiting is future:
+                self._in_flight[index] = (Future(), deadline, expected)  # nobody listens to it
+                future.failure(error)
+                return True
+        for index, (_data, held) in enumerate(self._queued):
+            if held is not None and held[0] is future:
+                del self._queued[index]
+                future.failure(error)
+                return True
+        return False
 
     def _track(self, future: Future, now: float, expected: _Expected) -> None:
         """Wait for ``expected``'s answer from ``now``, within its own timeout or request_timeout_ms."""
@@ -350,6 +379,7 @@ class DirectConnection(ConnectionSetup):
         frame's buffer) - about 0.25 us of CPU per 100-byte record read (``benchmarks/README.md``)."""
         sock = self._sock
         assert sock is not None
+        self.last_activity = time.monotonic()
         if self._tls is not None:
             self._read_tls(sock, self._tls)
             return

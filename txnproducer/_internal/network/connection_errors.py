@@ -1,8 +1,7 @@
-"""How a connection's setup ended, as exceptions both kinds of connection raise (a leaf: no imports of ours).
+"""How a connection's setup ended, as exceptions (a leaf: no imports of ours).
 
-Why a leaf module: the Sender's own connections (``connection.py``) and kafka-python's
-(``secured.py``) fail in the same ways, and the classifier (``auth_failures.py``) reads both; defining
-the exceptions here keeps the three from importing each other.
+Why a leaf module: the connection (``connection.py``, ``connection_setup.py``) raises them and the
+classifier (``auth_failures.py``) reads them; defining them here keeps the two from importing each other.
 """
 
 from __future__ import annotations

@@ -30,14 +30,15 @@ from collections.abc import Callable
 from typing import Any
 
 import kafka.errors as kerrors
-from kafka.future import Future
 
 from .channel_security import ChannelSecurity
 from .connection_errors import ClosedBeforeReady, TlsHandshakeFailed
+from .future import Future
 from .sasl_authenticator import SaslAuthenticator, reauthentication_time
 from .tls_channel import TlsChannel
 
-__all__ = ["AUTHENTICATING", "CLOSED", "CONNECTING", "HANDSHAKE", "READY", "TLS", "ConnectionSetup"]
+__all__ = ["AUTHENTICATING", "CLOSED", "CONNECTING", "DEFAULT_SOCKET_OPTIONS", "HANDSHAKE", "READY", "TLS",
+           "ConnectionSetup"]
 
 CONNECTING = "connecting"
 TLS = "tls"  # connected; the TLS handshake runs
@@ -51,6 +52,12 @@ _IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, er
 _API_VERSIONS_KEY = 18
 _API_VERSIONS_FIRST = 3  # the first version with the broker's features (KIP-584)
 _UNSUPPORTED_VERSION = 35
+#: what every connection's socket is given (the Java client's TCP_NODELAY, and keep-alive probes so that a
+#: peer that vanished without a FIN is found by the kernel even on a connection idle for hours)
+DEFAULT_SOCKET_OPTIONS: tuple[tuple[int, int, int], ...] = (
+    (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+)
 
 
 class ConnectionSetup:
@@ -69,6 +76,7 @@ class ConnectionSetup:
     _tls: TlsChannel | None
     _sock: socket.socket | None
     _addresses: list[Any]
+    _socket_options: tuple[tuple[int, int, int], ...]
     _api_versions_request: Callable[[int], Any] | None
     _api_versions_answer: Any
     _on_ready: Callable[[Any, Any], None] | None
@@ -102,7 +110,7 @@ class ConnectionSetup:
 
     def _setup_timeout_error(self) -> BaseException:
         bound = f"socket_connection_setup_timeout_ms ({int(self._setup_timeout_s * 1000)} ms)"
-        if self.state == TLS:  # the words kafka-python's path uses too (secured.py)
+        if self.state == TLS:
             return TlsHandshakeFailed(
                 f"TLS handshake with {self.host}:{self.port} not finished within the connection setup "
                 f"timeout ({bound})")
@@ -159,7 +167,13 @@ class ConnectionSetup:
                 last_error = str(exc)
                 continue
             sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                for level, option, value in self._socket_options:
+                    sock.setsockopt(level, option, value)
+            except OSError as exc:
+                sock.close()
+                last_error = f"socket option refused: {exc}"
+                continue
             self._sock = sock
             code = sock.connect_ex(address)
             if code == 0:
@@ -251,8 +265,9 @@ class ConnectionSetup:
         security = self._security
         assert security is not None and security.sasl_mechanism is not None
         assert security.new_sasl_client is not None
-        return SaslAuthenticator(security.sasl_mechanism, security.new_sasl_client, send=self._send_internal,
-                                 done=self._authenticated, fail=self._authentication_failed)
+        return SaslAuthenticator(security.sasl_mechanism, security.new_sasl_client, host=self.host,
+                                 send=self._send_internal, done=self._authenticated,
+                                 fail=self._authentication_failed)
 
     def _authenticated(self, session_lifetime_ms: int, sent_at: float) -> None:
         if self.state == CLOSED:

@@ -1,10 +1,10 @@
-"""The OAUTHBEARER token cache between the user's provider and kafka-python's SASL mechanism.
+"""The OAUTHBEARER token cache between the user's provider and the SASL mechanism.
 
-kafka-python asks for a token (``token()``, then ``extensions()``) on its network thread - the
-producer's Sender - for every authentication, and insists on an ``AbstractTokenProvider``. This
-class is that provider: it serves a cached :class:`~txnproducer.oauth.OAuthBearerToken` and keeps
-it fresh from a small daemon thread, so that an HTTP round trip to a token endpoint never stalls
-the Sender (see :mod:`txnproducer.oauth` for the refresh rule and why).
+The mechanism (:mod:`.sasl_mechanisms`) asks for a token (``token()``, then ``extensions()``) on the
+network thread - the producer's Sender - for every authentication. This class serves a cached
+:class:`~txnproducer.oauth.OAuthBearerToken` and keeps it fresh from a small daemon thread, so that an
+HTTP round trip to a token endpoint never stalls the Sender (see :mod:`txnproducer.oauth` for the
+refresh rule and why).
 
 A provider that fails is reported, not retried silently forever: while a cached token is still
 valid the refresh retries with backoff and logs a warning; once no valid token is left,
@@ -18,8 +18,6 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-
-from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from txnproducer._internal.log import get_logger
 from txnproducer.oauth import OAuthBearerToken, check_extensions
@@ -41,8 +39,8 @@ class TokenProviderFailed(Exception):
 
 def as_token_source(provider: Any) -> Callable[[], OAuthBearerToken]:
     """One calling convention for the forms ``sasl_oauth_token_provider`` accepts."""
-    if isinstance(provider, AbstractTokenProvider) or (
-            callable(getattr(provider, "token", None)) and not callable(provider)):
+    # an object with token() (kafka-python's AbstractTokenProvider among them), not a plain callable
+    if callable(getattr(provider, "token", None)) and not callable(provider):
         def from_object() -> OAuthBearerToken:
             extensions = provider.extensions() if callable(getattr(provider, "extensions", None)) else {}
             return _as_token(provider.token(), extensions or {})
@@ -61,11 +59,10 @@ def _as_token(value: Any, extensions: Any) -> OAuthBearerToken:
         f"the token provider returned a {type(value).__name__}, not an OAuthBearerToken or a str")
 
 
-class TokenCache(AbstractTokenProvider):  # type: ignore[misc]
-    """Serves tokens to kafka-python; refreshes them in the background."""
+class TokenCache:
+    """Serves tokens to the OAUTHBEARER mechanism; refreshes them in the background."""
 
     def __init__(self, source: Callable[[], OAuthBearerToken], name: str) -> None:
-        super().__init__()
         self._source = source
         self._log = get_logger("txnproducer.network").bind(transactional_id=name)
         self._cond = threading.Condition()
@@ -81,7 +78,7 @@ class TokenCache(AbstractTokenProvider):  # type: ignore[misc]
     def __repr__(self) -> str:
         return "TokenCache(<token not shown>)"
 
-    # -- kafka-python's side (the Sender thread) -----------------------------------------------------
+    # -- the mechanism's side (the network thread) -----------------------------------------------------
 
     def token(self) -> str:
         token = self._usable_token()

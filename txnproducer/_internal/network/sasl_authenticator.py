@@ -31,11 +31,12 @@ from collections.abc import Callable
 from typing import Any
 
 import kafka.errors as kerrors
-from kafka.future import Future
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from txnproducer._internal.protocol import error_codes as ec
 
+from .future import Future
+from .sasl_gssapi import GssapiError
 from .sasl_mechanisms import SaslMechanismClient
 from .scram_client import ScramClientError
 
@@ -58,15 +59,18 @@ def reauthentication_time(sent_at: float, session_lifetime_ms: int) -> float | N
 class SaslAuthenticator:
     """One run of the exchange on one connection (a new one for each re-authentication).
 
-    ``send(request)`` writes a request ahead of any held by the connection and returns its future;
+    ``new_client(host)`` makes the mechanism's client for the broker at ``host`` (GSSAPI names the
+    service by it); ``send(request)`` writes a request ahead of any held by the connection and returns
+    its future;
     ``done(session_lifetime_ms, sent_at)`` is told the outcome; ``fail(error)`` closes the connection.
     """
 
-    def __init__(self, mechanism: str, new_client: Callable[[], SaslMechanismClient], *,
+    def __init__(self, mechanism: str, new_client: Callable[[str], SaslMechanismClient], *, host: str,
                  send: Callable[[Any], Future], done: Callable[[int, float], None],
                  fail: Callable[[BaseException], None]) -> None:
         self._mechanism = mechanism
         self._new_client = new_client
+        self._host = host
         self._send = send
         self._done = done
         self._fail = fail
@@ -101,7 +105,7 @@ class SaslAuthenticator:
             self._fail(kerrors.for_code(code)(f"SaslHandshake answered {ec.error_name(code)}"))
             return
         try:
-            self._client = self._new_client()
+            self._client = self._new_client(self._host)
             token = self._client.initial_token()
         except Exception as exc:  # the token provider failed (TokenProviderFailed): the cause as it is
             self._fail(exc)
@@ -125,8 +129,11 @@ class SaslAuthenticator:
         assert client is not None
         try:
             token = client.respond(bytes(response.auth_bytes or b""))
-        except ScramClientError as exc:  # the broker's answer did not check out: as a refusal
+        except (ScramClientError, GssapiError) as exc:  # the broker's answer did not check out: as a refusal
             self._fail(kerrors.SaslAuthenticationFailedError(str(exc)))
+            return
+        except Exception as exc:  # the mechanism's library failed (gssapi: no ticket): the cause as it is
+            self._fail(exc)
             return
         if token is not None:
             self._authenticate(token)

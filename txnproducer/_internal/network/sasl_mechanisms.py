@@ -1,4 +1,4 @@
-"""The client side of the SASL mechanisms the Sender's own connections speak: PLAIN, SCRAM, OAUTHBEARER.
+"""The client side of the SASL mechanisms our connections speak: PLAIN, SCRAM, OAUTHBEARER, GSSAPI.
 
 Why a mechanism is a small object with two calls (:class:`SaslMechanismClient`): the exchange on the wire
 (SaslHandshake, then SaslAuthenticate until done: :mod:`.sasl_authenticator`) is the same for every
@@ -14,8 +14,9 @@ The tokens are the Java client's:
   an error challenge, to which the client sends ``<SOH>`` and the broker then fails the exchange with its
   reason (``OAuthBearerSaslClient``).
 
-GSSAPI is not here: a producer with ``sasl_mechanism="GSSAPI"`` keeps kafka-python's connections
-(``client.py``). Nothing here logs, and no ``repr`` shows a credential.
+* GSSAPI (RFC 4752): :mod:`.sasl_gssapi`, with the ``gssapi`` package.
+
+Nothing here logs, and no ``repr`` shows a credential.
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .sasl_gssapi import GssapiClient
 from .scram_client import SCRAM_MECHANISMS, ScramClient
 
-__all__ = ["FAST_PATH_MECHANISMS", "SaslMechanismClient", "mechanism_factory"]
+__all__ = ["MECHANISMS", "SaslMechanismClient", "mechanism_factory"]
 
 PLAIN = "PLAIN"
 OAUTHBEARER = "OAUTHBEARER"
-#: the mechanisms the Sender's own connections speak
-FAST_PATH_MECHANISMS = frozenset({PLAIN, OAUTHBEARER, *SCRAM_MECHANISMS})
+GSSAPI = "GSSAPI"
+#: the mechanisms our connections speak
+MECHANISMS = frozenset({PLAIN, OAUTHBEARER, GSSAPI, *SCRAM_MECHANISMS})
 _SOH = "\x01"
 
 
@@ -109,15 +112,18 @@ class _OAuthBearer:
 
 
 def mechanism_factory(mechanism: str, *, username: str | None = None, password: str | None = None,
-                      tokens: Any = None) -> Callable[[], SaslMechanismClient]:
-    """A function making a fresh client of ``mechanism`` for each authentication."""
+                      tokens: Any = None, kerberos_service: str = "kafka",
+                      kerberos_domain: str | None = None) -> Callable[[str], SaslMechanismClient]:
+    """A function making a fresh client of ``mechanism`` for each authentication, given the broker's host."""
     if mechanism == PLAIN or mechanism in SCRAM_MECHANISMS:
         user, secret = username or "", password or ""
         if mechanism == PLAIN:
-            return lambda: _Plain(user, secret)
-        return lambda: _Scram(mechanism, user, secret)
+            return lambda _host: _Plain(user, secret)
+        return lambda _host: _Scram(mechanism, user, secret)
     if mechanism == OAUTHBEARER:
         if tokens is None:
             raise ValueError("OAUTHBEARER needs the token cache")
-        return lambda: _OAuthBearer(tokens)
-    raise ValueError(f"the Sender's own connections do not speak SASL mechanism {mechanism!r}")
+        return lambda _host: _OAuthBearer(tokens)
+    if mechanism == GSSAPI:
+        return lambda host: GssapiClient(kerberos_service, kerberos_domain or host)
+    raise ValueError(f"our connections do not speak SASL mechanism {mechanism!r}")

@@ -9,9 +9,7 @@ pack after the transactional id, and the answer one ``struct`` unpack. The Sende
 
 kafka-python's classes remain the reference: ``tests/unit/test_end_txn_codec.py`` checks that the
 request bytes are identical to its for every version and that its encoded answers decode to the
-same values. On kafka-python's own connections (the Sender's direct connections turned off) the
-request goes as kafka-python's (:meth:`EndTxnRequestData.to_kafka_python`), answered with its
-response class; both answers have the same attribute names.
+same values.
 
 Wire format (Kafka's ``EndTxnRequest.json`` / ``EndTxnResponse.json``): transactional id (int16
 string; compact from v3), producer id int64, producer epoch int16, committed bool; v3+ are
@@ -24,8 +22,6 @@ from __future__ import annotations
 
 import struct
 from typing import Any
-
-from kafka.protocol.producer.transaction import EndTxnRequest as _KafkaEndTxnRequest
 
 from .primitives import COMPACT_CACHE as _COMPACT
 from .primitives import STRING16_CACHE as _STRING16
@@ -150,12 +146,6 @@ class EndTxnRequestData:
         exchanges) name them."""
         return {"transactional_id": self.transactional_id, "producer_id": self.producer_id,
                 "producer_epoch": self.producer_epoch, "committed": self.committed}
-
-    def to_kafka_python(self) -> Any:
-        """The same request as kafka-python's class, for its connections."""
-        return _KafkaEndTxnRequest(version=self.API_VERSION, transactional_id=self.transactional_id,
-                                   producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                                   committed=self.committed)
 
     def __repr__(self) -> str:
         return (f"EndTxnRequest[v{self.API_VERSION}](transactional_id={self.transactional_id!r}, "

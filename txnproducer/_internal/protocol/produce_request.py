@@ -7,12 +7,11 @@ twice; here it is a handful of ``struct`` calls and one ``b"".join`` into the fi
 record batches are not copied before that join). The measurements that decided it are in
 ``benchmarks/README.md``.
 
-Only the bytes are ours: a request may still go through kafka-python's connection
-(``KafkaConnection.send_request`` -> ``KafkaProtocol.send_request``, for TLS and SASL), so
-:class:`ProduceRequestData` is duck-typed to what kafka-python 3.0.12 reads from a request
-(``API_KEY``, ``API_VERSION``, ``expect_response()``, ``with_header()``,
-``encode(framed=True, header=True)``, ``header``); its :class:`ProduceRequestHeader` answers
-``get_response_class()`` with the :class:`~.produce_response.ProduceResponseType` of its version.
+The request frames itself: :class:`ProduceRequestData` has what our connection's framer
+(:mod:`.framing`) asks of a request that is not a kafka-python message (``API_KEY``, ``API_VERSION``,
+``expect_response()``, ``with_header()``, ``encode(framed=True, header=True)``, ``header``); its
+:class:`ProduceRequestHeader` answers ``get_response_class()`` with the
+:class:`~.produce_response.ProduceResponseType` of its version.
 
 kafka-python's ``ProduceRequest`` remains the reference: ``tests/unit/test_produce_codec.py``
 checks that our request bytes are identical to its, for every version 3-13.
@@ -92,7 +91,7 @@ class ProduceRequestHeader:
 
 
 class ProduceRequestData:
-    """A Produce request that kafka-python's connection sends in place of its ``ProduceRequest``.
+    """A Produce request, framed by itself in place of kafka-python's ``ProduceRequest``.
 
     ``topic_data`` is a sequence of ``(topic, [(partition, records), ...])``: ``topic`` is the
     name for v3-v12 and the ``uuid.UUID`` topic id for v13; ``records`` is the encoded record

@@ -20,16 +20,16 @@ record, not a control marker. Compaction keeps the latest record per key, which 
 protocol ever reads; the topic is created compacted (``cleanup.policy=compact``) if missing, and
 refused if it exists with fewer than two partitions or without compaction.
 
-The clients are kafka-python's (the producer's run-time dependency), opened on first use and
-closed by :meth:`StateTopic.close`; every call is bounded by ``timeout_s``. Opening them costs a
-few hundred milliseconds (connections, metadata), more than everything a task attempt then asks of
-them, and Spark reuses its Python workers for task after task and batch after batch: so the sink
-keeps the last one it used in each process (:func:`shared_state_topic`), and drops it after a
-failed call. kafka-python 3.0.12
-does not pass ``allow_auto_create_topics=False`` on to its metadata requests, so a reader of a
-missing topic makes a broker with ``auto.create.topics.enable`` create it, uncompacted and with
-its default partition count: the driver therefore creates the topic (:meth:`StateTopic.ensure`,
-which only asks for all topics' metadata) before any task can read it.
+The reads and writes go over the admin tools' synchronous connection (:mod:`txnproducer.admin.connection`,
+on the library's own network layer: every security protocol, typed authentication errors), opened on first
+use and closed by :meth:`StateTopic.close`; every call is bounded by ``timeout_s``. Writes are idempotent
+(:mod:`txnproducer.admin.produce`), reads fetch the range asked for (:mod:`txnproducer.admin.fetch`), and
+topics are never auto-created by a read: the driver creates the topic (:meth:`StateTopic.ensure`) before
+any task can read it. Opening the connection costs a few round trips (bootstrap, metadata, a producer
+id), more than everything a task attempt then asks of it, and Spark reuses its Python workers for task
+after task and batch after batch: so the sink keeps the last one it used in each process
+(:func:`shared_state_topic`), and drops it after a failed call. The admin modules are imported when
+first used: the admin tools import this module for their Spark view.
 """
 
 from __future__ import annotations
@@ -42,14 +42,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
 
 from txnproducer._internal.log import get_logger
-from txnproducer._internal.network.redaction import install_secret_filter
 
 from ...config import ProducerConfig
-from ...errors import ConfigError, TimeoutError
+from ...errors import ConfigError, TimeoutError, TxnProducerError
 from .decision import Announcement, Decision
 
 __all__ = ["ANNOUNCEMENTS", "DECISIONS", "StateTopic", "close_shared_state_topic", "shared_state_topic"]
@@ -64,66 +61,40 @@ _checked_lock = threading.Lock()
 _log = get_logger("txnproducer.spark")
 
 
-def _client_kwargs(settings: Mapping[str, str], allowed: Mapping[str, Any], **own: Any) -> dict[str, Any]:
-    """The connection settings of the sink's ``kafka.*`` options for a kafka-python client, with
-    ``own`` settings on top."""
-    config = ProducerConfig.from_mapping({**settings, "transactional.id": "txnkafka-state"})
-    kwargs = {k: v for k, v in config.kafka_client_kwargs().items() if k in allowed}
-    kwargs["client_id"] = "txnkafka-state"
-    kwargs.update(own)
-    return kwargs
-
-
 class StateTopic:
     """Reads and writes the sink's state topic (see the module docstring)."""
 
     def __init__(self, settings: Mapping[str, str], topic: str, *, timeout_s: float,
                  replication_factor: int = -1) -> None:
-        install_secret_filter()  # our kafka-python clients log requests at DEBUG too
         self.topic = topic
         self.timeout_s = timeout_s
         self.replication_factor = replication_factor
         self._settings = dict(settings)
-        self._consumer: Any = None
-        self._producer: Any = None
-        self._admin_client: Any = None
+        self._connection: Any = None
+        self._writer: Any = None
 
-    # --- clients ---------------------------------------------------------------------------------
+    # --- the connection --------------------------------------------------------------------------
 
-    def _reader(self) -> Any:
-        if self._consumer is None:
-            self._consumer = KafkaConsumer(**_client_kwargs(
-                self._settings, KafkaConsumer.DEFAULT_CONFIG,
-                group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
-                allow_auto_create_topics=False, fetch_max_wait_ms=20,
-                request_timeout_ms=max(1000, int(self.timeout_s * 1000))))
-        return self._consumer
+    def _conn(self) -> Any:
+        if self._connection is None:
+            from txnproducer.admin.connection import AdminConnection
+            from txnproducer.admin.settings import AdminSettings
 
-    def _writer(self) -> Any:
-        if self._producer is None:
-            timeout_ms = max(1000, int(self.timeout_s * 1000))
-            self._producer = KafkaProducer(**_client_kwargs(
-                self._settings, KafkaProducer.DEFAULT_CONFIG,
-                acks="all", enable_idempotence=True, linger_ms=0, allow_auto_create_topics=False,
-                max_block_ms=timeout_ms, request_timeout_ms=min(timeout_ms, 30_000),
-                delivery_timeout_ms=timeout_ms))
-        return self._producer
+            config = ProducerConfig.from_mapping({**self._settings, "transactional.id": "txnkafka-state",
+                                                  "client.id": "txnkafka-state"})
+            self._connection = AdminConnection(AdminSettings(config, max(1000, int(self.timeout_s * 1000))))
+        return self._connection
 
-    def _admin(self) -> Any:
-        if self._admin_client is None:
-            self._admin_client = KafkaAdminClient(**_client_kwargs(
-                self._settings, KafkaAdminClient.DEFAULT_CONFIG,
-                request_timeout_ms=max(1000, int(self.timeout_s * 1000))))
-        return self._admin_client
+    def _deadline(self) -> Any:
+        return self._conn().deadline()
 
     def close(self) -> None:
-        for client in (self._consumer, self._producer, self._admin_client):
-            if client is not None:
-                try:
-                    client.close(timeout=self.timeout_s) if client is self._producer else client.close()
-                except Exception as exc:  # closing must not hide what the caller is reporting
-                    _log.debug("txn.spark_state_close_failed", error=repr(exc))
-        self._consumer = self._producer = self._admin_client = None
+        connection, self._connection, self._writer = self._connection, None, None
+        if connection is not None:
+            try:
+                connection.close()
+            except Exception as exc:  # closing must not hide what the caller is reporting
+                _log.debug("txn.spark_state_close_failed", error=repr(exc))
 
     def __enter__(self) -> StateTopic:
         return self
@@ -156,31 +127,29 @@ class StateTopic:
     def _partitions(self, wait_s: float) -> set[int]:
         """The topic's partitions (empty: unknown), waiting up to ``wait_s`` for a topic just
         created to reach the metadata of the broker asked."""
+        from txnproducer.admin.metadata import fetch_layout
+
         deadline = time.monotonic() + wait_s
         while True:
-            parts: set[int] = set(self._reader().partitions_for_topic(self.topic) or ())
+            layout = fetch_layout(self._conn(), [self.topic], self._deadline()).topics[self.topic]
+            parts = set(layout.partitions)
             if parts or time.monotonic() >= deadline:
                 return parts
             time.sleep(0.1)  # metadata propagation has no notification to wait on
 
     def _create(self) -> None:
-        from kafka.errors import TopicAlreadyExistsError
+        from txnproducer.admin.create_topics import create_topic
 
-        try:
-            self._admin().create_topics([NewTopic(self.topic, num_partitions=2,
-                                                  replication_factor=self.replication_factor,
-                                                  topic_configs={"cleanup.policy": "compact"})])
+        if create_topic(self._conn(), self.topic, 2, self._deadline(),
+                        replication_factor=self.replication_factor, configs={"cleanup.policy": "compact"}):
             _log.info("txn.spark_state_topic_created", topic=self.topic)
-        except TopicAlreadyExistsError:
-            pass  # another driver created it meanwhile
+        # else another driver created it meanwhile
 
     def _check_compacted(self) -> None:
-        from kafka.admin import ConfigResource, ConfigResourceType
+        from txnproducer.admin.describe_configs import topic_configs
 
-        result = self._admin().describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, self.topic, {"cleanup.policy": None})],
-            config_filter="all")
-        policy = _config_value(result, self.topic, "cleanup.policy")
+        configs = topic_configs(self._conn(), self.topic, ["cleanup.policy"], self._deadline())
+        policy = configs.get("cleanup.policy")
         if policy is not None and "compact" not in policy:
             raise ConfigError(
                 f"txnkafka state topic {self.topic!r} has cleanup.policy={policy}: it must be"
@@ -189,34 +158,40 @@ class StateTopic:
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def end_offset(self, partition: int) -> int:
+    def _offset(self, partition: int, which: str) -> int:
+        from txnproducer.admin.list_offsets import EARLIEST, LATEST, offsets_at
+        from txnproducer.admin.results import TopicPartition
+
         tp = TopicPartition(self.topic, partition)
-        return int(self._reader().end_offsets([tp])[tp])
+        timestamp = LATEST if which == "end" else EARLIEST
+        return int(self._call(lambda: offsets_at(self._conn(), [tp], timestamp, self._deadline())[tp],
+                              f"read the {which} offset of {self.topic}-{partition}"))
+
+    def end_offset(self, partition: int) -> int:
+        return self._offset(partition, "end")
 
     def _read(self, partition: int, start: int, end: int) -> list[Any]:
         """Every record of ``partition`` from ``start`` until the position reaches ``end``."""
-        reader = self._reader()
+        from txnproducer.admin.fetch import read_range
+        from txnproducer.admin.results import TopicPartition
+
         tp = TopicPartition(self.topic, partition)
-        reader.assign([tp])
-        reader.seek(tp, start)
-        records: list[Any] = []
-        deadline = time.monotonic() + self.timeout_s
-        while reader.position(tp) < end:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"txnkafka could not read {self.topic}-{partition} from offset {start} to {end}"
-                    f" within {self.timeout_s:.0f}s (commit.timeout.ms): is the state topic's leader"
-                    " available?")
-            for batch in reader.poll(timeout_ms=100).values():
-                records.extend(batch)
-        return records
+        return list(self._call(lambda: read_range(self._conn(), tp, start, end, self._deadline()),
+                               f"read {self.topic}-{partition} from offset {start} to {end}"))
+
+    def _call(self, call: Any, what: str) -> Any:
+        """``call()``, its TimeoutError saying what the sink was doing and which bound ran out."""
+        try:
+            return call()
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"txnkafka could not {what} within {self.timeout_s:.0f}s (commit.timeout.ms): is the state"
+                f" topic's leader available? ({exc})") from exc
 
     def latest_decision(self, prefix: str, floor: int = 0) -> Decision | None:
         """The newest decision of ``prefix`` at or after offset ``floor``, or None."""
-        reader = self._reader()
-        tp = TopicPartition(self.topic, DECISIONS)
-        end = int(reader.end_offsets([tp])[tp])
-        floor = max(floor, int(reader.beginning_offsets([tp])[tp]))
+        end = self.end_offset(DECISIONS)
+        floor = max(floor, self._offset(DECISIONS, "beginning"))
         key = prefix.encode()
         high, step = end, _FIRST_STEP
         while high > floor:
@@ -231,10 +206,8 @@ class StateTopic:
 
     def announcements(self, prefix: str, start: int) -> tuple[list[Announcement], int]:
         """The announcements of ``prefix`` from offset ``start`` to the end, and that end."""
-        tp = TopicPartition(self.topic, ANNOUNCEMENTS)
-        reader = self._reader()
-        end = int(reader.end_offsets([tp])[tp])
-        start = max(start, int(reader.beginning_offsets([tp])[tp]))
+        end = self.end_offset(ANNOUNCEMENTS)
+        start = max(start, self._offset(ANNOUNCEMENTS, "beginning"))
         marker = f"{prefix}/".encode()
         found = [Announcement.from_json(r.value) for r in self._read(ANNOUNCEMENTS, start, end)
                  if r.key is not None and r.key.startswith(marker) and r.value is not None
@@ -247,31 +220,26 @@ class StateTopic:
         """Does the coordinator hold an open transaction (or one being ended) for the id?
         Retries while the coordinator is unavailable (a new cluster creates its transaction log
         on first use), up to ``timeout_s``."""
-        from kafka.errors import KafkaError, TransactionalIdNotFoundError
+        from txnproducer.admin.describe_transactions import describe_transactions
 
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                described = self._admin().describe_transactions([transactional_id])
-                break
-            except TransactionalIdNotFoundError:
-                return False  # never used
-            except KafkaError as exc:
-                if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"txnkafka could not describe transactional id {transactional_id!r} within"
-                        f" {self.timeout_s:.0f}s (commit.timeout.ms): {exc!r}") from exc
-                time.sleep(0.2)  # the coordinator's own retry backoff; nothing to wait on instead
-        state = getattr(described[transactional_id].state, "value", "")
-        return state in _OPEN_STATES
+        ids = [transactional_id]
+        described = self._call(
+            lambda: describe_transactions(self._conn(), ids, self._deadline(), missing_ok=True),
+            f"describe transactional id {transactional_id!r}")[transactional_id]
+        return described is not None and described.state in _OPEN_STATES
 
     # --- writing ---------------------------------------------------------------------------------
 
     def _send(self, partition: int, key: bytes, value: bytes) -> int:
-        future = self._writer().send(self.topic, key=key, value=value, partition=partition)
+        from txnproducer.admin.produce import IdempotentWriter
+        from txnproducer.admin.results import TopicPartition
+
+        if self._writer is None:
+            self._writer = IdempotentWriter(self._conn())
+        tp = TopicPartition(self.topic, partition)
         try:
-            return int(future.get(timeout=self.timeout_s).offset)
-        except Exception as exc:
+            return int(self._writer.write(tp, key, value, self._deadline()))
+        except TxnProducerError as exc:
             raise TimeoutError(
                 f"txnkafka could not write to its state topic {self.topic}-{partition} with acks=all"
                 f" within {self.timeout_s:.0f}s (commit.timeout.ms): {exc!r}") from exc
@@ -283,18 +251,6 @@ class StateTopic:
 
     def announce(self, announcement: Announcement) -> None:
         self._send(ANNOUNCEMENTS, announcement.key, announcement.to_json())
-
-
-def _config_value(result: Any, topic: str, name: str) -> str | None:
-    """Dig ``name`` out of kafka-python's describe_configs answer (best effort: None if absent)."""
-    try:
-        entry = result["topic"][topic][name]
-    except (KeyError, TypeError):
-        return None
-    if isinstance(entry, Mapping):
-        value = entry.get("value", entry.get("config_value"))
-        return None if value is None else str(value)
-    return str(entry)
 
 
 _shared: tuple[tuple[object, ...], StateTopic] | None = None
