@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from txnproducer.admin.cli import EXIT_ERROR, EXIT_NOT_CONFIRMED
+from txnproducer.admin.cli import EXIT_ERROR, EXIT_NOT_CONFIRMED, UNREACHABLE_AFTER_MS
 from txnproducer.cli import main
 from txnproducer.testing import MockCluster
 
@@ -186,6 +187,22 @@ def test_an_unreachable_cluster_is_a_timeout_naming_the_bound(capsys: pytest.Cap
         )
     line = one_error_line(capsys.readouterr().err)
     assert "not done within 800 ms (default.api.timeout.ms)" in line and f"127.0.0.1:{port}" in line
+
+
+def test_an_address_nothing_listens_at_is_reported_in_seconds_not_after_the_timeout(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Connection refused on every attempt: the command says so after UNREACHABLE_AFTER_MS (5 s), not
+    after the default 60 s of default.api.timeout.ms."""
+    with socket.socket() as s:  # bound, not listening: connections to it are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        started = time.monotonic()
+        assert main(["transactions", "list", "--bootstrap-server", f"127.0.0.1:{port}"]) == EXIT_ERROR
+        took = time.monotonic() - started
+    line = one_error_line(capsys.readouterr().err)
+    assert f"no bootstrap server of ['127.0.0.1:{port}'] took a connection" in line, line
+    assert "ECONNREFUSED" in line and "Is Kafka running there" in line
+    assert UNREACHABLE_AFTER_MS / 1000 <= took < 30  # the bound is 60 s; 30 leaves a loaded machine room
 
 
 def test_a_missing_acl_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

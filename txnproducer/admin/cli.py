@@ -22,12 +22,17 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+import attrs
+
 from txnproducer.errors import ConfigError, TxnProducerError
 
 from . import render
 from .client import TransactionsAdmin
 from .results import TopicPartition
 from .settings import AdminSettings, load_command_config
+
+#: a command reports an address nothing listens at after this long, not after default.api.timeout.ms
+UNREACHABLE_AFTER_MS = 5000
 
 __all__ = ["EXIT_ERROR", "EXIT_NOT_CONFIRMED", "spark_main", "transactions_main"]
 
@@ -213,7 +218,9 @@ def _admin(args: argparse.Namespace) -> TransactionsAdmin:
         raise ConfigError("--bootstrap-server is required (or bootstrap.servers in --command-config)")
     if args.timeout_ms is not None:
         settings["default.api.timeout.ms"] = args.timeout_ms
-    return TransactionsAdmin(AdminSettings.from_mapping(settings))
+    # a command says at once that nothing listens at the address, instead of after the whole timeout
+    return TransactionsAdmin(attrs.evolve(AdminSettings.from_mapping(settings),
+                                          unreachable_after_ms=UNREACHABLE_AFTER_MS))
 
 
 def _run_transactions(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> int:

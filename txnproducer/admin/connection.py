@@ -31,7 +31,7 @@ from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.errors import TimeoutError
 
-from .errors import BrokerTooOldError, UnexpectedBrokerError
+from .errors import BrokerTooOldError, ClusterUnreachableError, UnexpectedBrokerError
 from .settings import AdminSettings
 
 __all__ = ["AdminConnection", "Deadline"]
@@ -85,10 +85,12 @@ class AdminConnection:
     # -- driving the network -----------------------------------------------------------------------
 
     def _pump(self, done: Callable[[], bool], deadline: Deadline, what: str) -> None:
-        """Drive the network until ``done()``; raise at the deadline or on an authentication failure."""
+        """Drive the network until ``done()``; raise at the deadline, on an authentication failure, or
+        once no bootstrap server has taken a connection for ``settings.unreachable_after_ms``."""
         while not done():
             if self._net.auth_error is not None:
                 raise self._net.auth_error
+            self._check_reachable(what)
             remaining = deadline.remaining()
             if remaining <= 0:
                 raise deadline.timeout(
@@ -99,6 +101,19 @@ class AdminConnection:
                 )
             self._net.maintain()
             self._net.poll(min(remaining, _POLL_S))
+
+    def _check_reachable(self, what: str) -> None:
+        bound_ms = self.settings.unreachable_after_ms
+        if bound_ms is None:
+            return
+        unreachable = self._net.bootstrap_unreachable()
+        if unreachable is None or unreachable[0] * 1000 < bound_ms or unreachable[1] < 2:
+            return
+        last = self._net.why_unreachable().strip().removeprefix("(").removesuffix(")")
+        raise ClusterUnreachableError(
+            f"{what}: no bootstrap server of {self.settings.config.bootstrap_servers} took a connection in"
+            f" {unreachable[0]:.1f} s ({unreachable[1]} attempts each{'; ' + last if last else ''}). Is"
+            " Kafka running there, listening on that address and port?")
 
     def any_node(self, deadline: Deadline) -> int:
         """A broker for a request any broker answers (Metadata): bootstrap first if needed."""

@@ -44,6 +44,12 @@ class AdminAuthorizationError(AdminError):
         self.acl = acl
 
 
+class ClusterUnreachableError(AdminError):
+    """No bootstrap server took a connection - each refused it, could not be reached or did not
+    resolve - on every attempt for several seconds: nothing listens at ``bootstrap_servers``. Raised
+    early instead of after the whole ``default.api.timeout.ms``; the message names the servers."""
+
+
 class BrokerTooOldError(AdminError):
     """A broker does not speak the request (or the request version) a call or a filter needs; the message
     names the broker, the version it speaks, the one needed and the Kafka release that brought it."""

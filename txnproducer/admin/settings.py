@@ -65,12 +65,18 @@ _PLACEHOLDER_ID = "txnproducer-admin"
 @attrs.frozen
 class AdminSettings:
     """Validated connection settings (``config``, a producer config whose transactional id is never
-    used) and ``timeout_ms``, the bound on each admin call. ``raw``: the settings as given (Java
-    spelling kept), for the kafka-python clients of the Spark view; never shown (secrets)."""
+    used), ``timeout_ms``, the bound on each admin call, and ``unreachable_after_ms``. ``raw``: the
+    settings as given (Java spelling kept), for the kafka-python clients of the Spark view; never shown
+    (secrets)."""
 
     config: ProducerConfig
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    #: give up before ``timeout_ms`` once no bootstrap server has taken a connection (refused, not
+    #: reachable, not resolvable) for this long: the command line's 5000, so that a wrong address is
+    #: reported in seconds; None (the default for library callers, as the Java AdminClient) waits for a
+    #: broker that is still starting until ``timeout_ms``
+    unreachable_after_ms: int | None = None
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> AdminSettings:

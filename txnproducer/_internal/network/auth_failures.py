@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from typing import Any
 
 import kafka.errors as kerrors
@@ -39,6 +40,7 @@ import kafka.errors as kerrors
 from txnproducer import errors
 from txnproducer._internal.network.connection_errors import (
     ClosedBeforeReady,
+    NotReachable,
     TlsAnswerToPlaintext,
     TlsHandshakeFailed,
 )
@@ -84,11 +86,25 @@ class ConnectionDiagnosis:
         self._lock = threading.Lock()
         self._eof_in_a_row: dict[Any, int] = {}
         self._last: dict[Any, str] = {}
+        # node -> (monotonic time of the first of the failures in a row, their count): no TCP connection
+        self._unreachable: dict[Any, tuple[float, int]] = {}
 
     def connected(self, node_id: Any) -> None:
         with self._lock:
             self._eof_in_a_row.pop(node_id, None)
             self._last.pop(node_id, None)
+            self._unreachable.pop(node_id, None)
+
+    def unreachable(self, nodes: list[Any]) -> tuple[float, int] | None:
+        """(seconds, attempts) for which every one of ``nodes`` has failed to take a TCP connection
+        in a row (refused, unreachable, unresolvable) - the shortest of them -, or None if one of them
+        has not, or ever answered since."""
+        now = time.monotonic()
+        with self._lock:
+            spans = [span for node in nodes if (span := self._unreachable.get(node)) is not None]
+        if not nodes or len(spans) != len(nodes):
+            return None
+        return min(now - since for since, _ in spans), min(count for _, count in spans)
 
     def last_errors(self) -> str | None:
         """The last failure of each broker that has one, for a timeout's message."""
@@ -108,6 +124,11 @@ class ConnectionDiagnosis:
                 if count >= EOF_FAILURES_BEFORE_FATAL:
                     verdict = self._closed_early_verdict(where, broker, exc, count)
             self._last[node_id] = _short(exc)
+            if isinstance(exc, NotReachable):
+                since, count = self._unreachable.get(node_id, (time.monotonic(), 0))
+                self._unreachable[node_id] = (since, count + 1)
+            else:
+                self._unreachable.pop(node_id, None)
         return verdict
 
     def _closed_early(self, exc: BaseException) -> bool:

@@ -148,12 +148,21 @@ class NetworkClient:
         if not self._closed and not _is_bootstrap(conn.node_id):
             self.request_metadata_update()  # the broker may have moved or gone
 
+    def bootstrap_unreachable(self) -> tuple[float, int] | None:
+        """Before the first Metadata answer: (seconds, attempts) for which no bootstrap server has taken
+        a TCP connection (each refused it, could not be reached or did not resolve, every time), or None.
+        For one-shot callers (the admin tools) that should say so early rather than wait out their
+        timeout; a producer keeps trying for ``max_block_ms``, as the Java client does."""
+        if self.cluster.bootstrapped:
+            return None
+        return self._diagnosis.unreachable([b.node_id for b in self.cluster.bootstrap_brokers()])
+
     @property
     def auth_error(self) -> errors.AuthenticationError | None:
         """The first authentication failure (TLS or SASL), if any: fatal for the client."""
         return self._auth_error
 
-    def _why_unreachable(self) -> str:
+    def why_unreachable(self) -> str:
         last = self._diagnosis.last_errors()
         if last is not None:
             return f" (last connection errors: {last})"
@@ -209,7 +218,7 @@ class NetworkClient:
     def unreachable_error(self, timeout_s: float) -> errors.TimeoutError:
         return errors.TimeoutError(
             f"could not reach the cluster at {self._config.bootstrap_servers} within "
-            f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout){self._why_unreachable()}")
+            f"{int(timeout_s * 1000)} ms (max_block_ms or the call's timeout){self.why_unreachable()}")
 
     def partitions_for(self, topic: str) -> list[int] | None:
         """Known partition ids of ``topic`` (cached until the next metadata update)."""
@@ -277,7 +286,7 @@ class NetworkClient:
     def topic_timeout_error(self, topic: str, timeout_s: float) -> errors.TimeoutError:
         return errors.TimeoutError(
             f"topic {topic!r} not present in metadata after {int(timeout_s * 1000)} ms "
-            f"(max_block_ms){self._why_unreachable()}")
+            f"(max_block_ms){self.why_unreachable()}")
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
         with self._cond:

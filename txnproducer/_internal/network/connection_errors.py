@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import kafka.errors as kerrors
 
-__all__ = ["ClosedBeforeReady", "TlsAnswerToPlaintext", "TlsHandshakeFailed", "looks_like_tls"]
+__all__ = ["ClosedBeforeReady", "NotReachable", "TlsAnswerToPlaintext", "TlsHandshakeFailed",
+           "looks_like_tls"]
 
 _TLS_ALERT, _TLS_HANDSHAKE = 0x15, 0x16
+
+
+class NotReachable(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """No TCP connection to the broker: its name did not resolve, or every address refused or could not
+    be reached. Nothing listens there (yet): unlike a connection that broke, nothing was said to it."""
 
 
 class TlsHandshakeFailed(kerrors.KafkaConnectionError):  # type: ignore[misc]

@@ -32,7 +32,7 @@ from typing import Any
 import kafka.errors as kerrors
 
 from .channel_security import ChannelSecurity
-from .connection_errors import ClosedBeforeReady, TlsHandshakeFailed
+from .connection_errors import ClosedBeforeReady, NotReachable, TlsHandshakeFailed
 from .future import Future
 from .sasl_authenticator import SaslAuthenticator, reauthentication_time
 from .tls_channel import TlsChannel
@@ -150,7 +150,7 @@ class ConnectionSetup:
             infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
             self._addresses = [info for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
         except OSError as exc:
-            self.close(kerrors.KafkaConnectionError(
+            self.close(NotReachable(
                 f"could not resolve broker {self.node_id} at {self.host}:{self.port}: {exc}"))
             return
         self._try_next_address(None)
@@ -184,7 +184,7 @@ class ConnectionSetup:
                 return
             last_error = errno.errorcode.get(code, str(code))
             self._drop_socket()
-        self.close(kerrors.KafkaConnectionError(
+        self.close(NotReachable(
             f"could not connect to broker {self.node_id} at {self.host}:{self.port}: "
             f"{last_error or 'no usable address'}"))
 
