@@ -353,3 +353,14 @@ def test_a_static_member_leaves_on_close_only_when_asked(cluster: MockCluster) -
     with cluster.state.lock:
         description = cluster.state.groups.describe("closing")
     assert description is not None and [m.group_instance_id for m in description.members] == ["a-1"]
+
+
+def test_a_leader_elected_before_the_first_metadata_answer_asks_a_bootstrap_server(
+        cluster: MockCluster, members: list[PolledMember]) -> None:
+    """The group's JoinGroup can be answered (this member leading) while the network's first Metadata
+    answer is still on its way (held here): the leader's Metadata for the group's topics then goes to a
+    bootstrap server, whose id is not a broker id yet - it failed with ValueError(int('bootstrap-0'))."""
+    cluster.delay_responses("Metadata", 1500, count=3)
+    solo = PolledMember(cluster, "early-leader", "solo")
+    members.append(solo)
+    solo.wait_until("the member owns every partition", lambda: len(solo.assignment) == PARTITIONS)

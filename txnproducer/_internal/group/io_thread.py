@@ -34,7 +34,7 @@ _IDLE_S = 1.0  # the longest the thread sleeps without a reason to wake up
 
 @attrs.define
 class _PendingSend:
-    node: int
+    node: int | str  # a bootstrap server's id is a string until Metadata names its broker id
     build: Callable[[Callable[[int], int | None]], Any]
     on_response: Callable[[Any], None]
     on_failure: Callable[[BaseException], None]
@@ -92,7 +92,7 @@ class GroupIo:
 
     # -- on the IO thread -----------------------------------------------------------------------
 
-    def send(self, node: int, build: Callable[[Callable[[int], int | None]], Any],
+    def send(self, node: int | str, build: Callable[[Callable[[int], int | None]], Any],
              on_response: Callable[[Any], None], on_failure: Callable[[BaseException], None],
              timeout_s: float | None = None) -> None:
         """Send to ``node`` once its connection is ready: ``build(max_version)`` makes the request,

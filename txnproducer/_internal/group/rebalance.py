@@ -202,9 +202,11 @@ class Rebalancer:
     def _forget(self) -> None:
         self._link.forget("it answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE")
 
-    def _any_node(self) -> int | None:
-        node = self._io.network.least_loaded_node()
-        return None if node is None else int(node)
+    def _any_node(self) -> int | str | None:
+        """A broker for a Metadata request: before the network's first Metadata answer, a bootstrap
+        server (whose id is a string: its broker id is not known yet)."""
+        node: int | str | None = self._io.network.least_loaded_node()
+        return node
 
     # -- the leader's watch on its topics ---------------------------------------------------------
 
