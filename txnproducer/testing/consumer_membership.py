@@ -51,7 +51,7 @@ from .consumer_group_requests import (
     validate,
 )
 from .group_membership import StateView
-from .server_assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
+from .server_assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec, java_hash_order, java_string_hash
 
 __all__ = ["ConsumerMembership", "TopicsView"]
 
@@ -329,8 +329,9 @@ class ConsumerMembership:
         topics = self._state.topics
         specs = []
         for member in group.members.values():
-            names = self._subscribed_names(group, member)
-            ids = frozenset(topics[n].topic_id for n in names if n in topics)
+            # Kafka's member keeps its topic names in a hash set: ids in one bucket come in that order
+            names = java_hash_order(sorted(self._subscribed_names(group, member)), java_string_hash)
+            ids = tuple(topics[n].topic_id for n in names if n in topics)
             specs.append(
                 MemberSpec(member.member_id, member.instance_id, ids, group.targets.get(member.member_id, {}))
             )

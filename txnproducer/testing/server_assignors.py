@@ -19,8 +19,9 @@ Simplifications, stated here as the room's rule asks:
 - ``uniform`` with members subscribed to *different* topic sets (Kafka's heterogeneous builder, an iterative
   balancer of several hundred lines) is approximated: previous target partitions are kept while a member is
   under its share, the rest go, topic by topic (by name) and partition by partition, to the subscriber with
-  the fewest partitions, then single partitions move from the fullest to the emptiest subscriber while that
-  narrows the gap. Balanced and sticky like Kafka's, but the partitions chosen can differ.
+  the fewest partitions, then single partitions move - along chains of members, each giving one of a topic
+  the next subscribes to - from the fullest to the emptiest while that narrows the gap. Balanced and sticky
+  like Kafka's, but the partitions chosen can differ.
 - Rack-aware assignment (KIP-881) is not implemented: ``rack_id`` is kept and described, never used.
 - Within one hash bucket Java keeps insertion order; the mock uses the order members joined the group.
 """
@@ -58,7 +59,9 @@ class MemberSpec:
 
     member_id: str
     instance_id: str | None
-    topics: frozenset[uuid.UUID]
+    #: the subscribed topic ids, in the order the member's subscription lists them (the order Java keeps
+    #: for topic ids in one hash bucket)
+    topics: tuple[uuid.UUID, ...]
     previous: Mapping[uuid.UUID, frozenset[int]] = attrs.field(factory=dict)
 
 
@@ -120,7 +123,7 @@ def uniform_assign(members: Sequence[MemberSpec], partitions: Mapping[uuid.UUID,
     """
     if not members:
         return {}
-    if len({m.topics for m in members}) == 1:
+    if len({frozenset(m.topics) for m in members}) == 1:
         return _uniform_homogeneous(members, partitions)
     return _uniform_heterogeneous(members, partitions)
 
@@ -140,11 +143,10 @@ def _uniform_homogeneous(
     target: TargetAssignment = {}
     unfilled: list[tuple[str, int]] = []
     subscribed = set(topics)
-    for member in ordered:
-        quota = minimum
+    for index, member in enumerate(ordered):
+        quota, has_extra = minimum, False
         if extra > 0:
-            quota += 1
-            extra -= 1
+            quota, has_extra = quota + 1, True
         kept: TopicPartitions = {}
         for topic in java_hash_order(member.previous, java_uuid_hash):
             current = member.previous[topic]
@@ -163,8 +165,14 @@ def _uniform_homogeneous(
                     unassigned.append((topic, partition))
             if keep:
                 kept[topic] = frozenset(keep)
+        # a member that did not fill its extra slot from what it had gives the slot up while enough members
+        # are left to take the extras: they stay with the members already holding them (stickiness)
+        if quota > 0 and has_extra and len(ordered) - index > extra:
+            quota, has_extra = quota - 1, False
         if quota > 0:
             unfilled.append((member.member_id, quota))
+        if has_extra:
+            extra -= 1
         target[member.member_id] = kept
     position = 0
     for member_id, quota in unfilled:
@@ -214,27 +222,56 @@ def _uniform_heterogeneous(
             if (topic, partition) not in taken:
                 emptiest = min(subscribers[topic], key=size)
                 target[emptiest].setdefault(topic, set()).add(partition)
-    for topic in sorted(subscribers, key=str):
-        while True:
-            fullest = max(subscribers[topic], key=size)
-            emptiest = min(subscribers[topic], key=size)
-            movable = sorted(target[fullest].get(topic, ()))
-            if size(fullest) - size(emptiest) <= 1 or not movable:
-                break
-            partition = movable[-1]
-            target[fullest][topic].discard(partition)
-            if not target[fullest][topic]:
-                del target[fullest][topic]
-            target[emptiest].setdefault(topic, set()).add(partition)
+    topics_of = {m.member_id: {t for t in m.topics if t in subscribers} for m in members}
+    for _ in range(10_000):
+        if not _shift_one(target, [m.member_id for m in members], topics_of, size):
+            break
     return {m: {t: frozenset(ps) for t, ps in given.items()} for m, given in target.items()}
+
+
+def _shift_one(
+    target: dict[str, dict[uuid.UUID, set[int]]],
+    order: list[str],
+    topics_of: Mapping[str, set[uuid.UUID]],
+    size: Callable[[str], int],
+) -> bool:
+    """Move one partition's worth from the fullest member that can reach the emptiest one, along a chain of
+    members where each gives a partition of a topic the next subscribes to; False when none narrows a gap."""
+    for low in sorted(order, key=size):
+        came_from: dict[str, tuple[str, uuid.UUID] | None] = {low: None}
+        queue = [low]
+        while queue:
+            receiver = queue.pop(0)
+            for giver in order:
+                if giver in came_from:
+                    continue
+                common = sorted(
+                    (t for t in target[giver] if t in topics_of[receiver] and target[giver][t]), key=str
+                )
+                if common:
+                    came_from[giver] = (receiver, common[0])
+                    queue.append(giver)
+        givers = [m for m in came_from if m != low and size(m) - size(low) >= 2]
+        if not givers:
+            continue
+        giver = max(givers, key=size)
+        while (step := came_from[giver]) is not None:
+            receiver, topic = step
+            partition = max(target[giver][topic])
+            target[giver][topic].discard(partition)
+            if not target[giver][topic]:
+                del target[giver][topic]
+            target[receiver].setdefault(topic, set()).add(partition)
+            giver = receiver
+        return True
+    return False
 
 
 # ----------------------------------------------------------------------------------------- range
 def range_assign(members: Sequence[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> TargetAssignment:
     """Kafka's server-side ``range`` assignor (not sticky): members sorted by instance id (static members
     first) and then by member id; each topic cut into contiguous ranges, the first ``count % members``
-    members one partition longer. A member past the end of a topic gets an empty set for it, as Kafka's
-    target assignment keeps it (heartbeats never show it)."""
+    members one partition longer; a member past the end of a topic gets nothing of it."""
 
     def order(member: MemberSpec) -> tuple[int, str]:
         return (0, member.instance_id) if member.instance_id is not None else (1, member.member_id)
@@ -255,7 +292,6 @@ def range_assign(members: Sequence[MemberSpec], partitions: Mapping[uuid.UUID, i
                 continue
             start = next_range[topic]
             if start >= partitions[topic]:
-                given[topic] = frozenset()
                 continue
             end = min(start + partitions[topic] // counts[topic], partitions[topic])
             if extra[topic] > 0:
