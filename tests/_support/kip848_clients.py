@@ -1,11 +1,16 @@
-"""A KIP-848 scenario run with real confluent-kafka consumers (``group.protocol=consumer``), on any cluster.
+"""KIP-848 scenarios run with real confluent-kafka consumers, on any cluster.
 
-Why shared: the same scenario runs against MockCluster (``tests/mock/test_consumer_protocol_clients.py``)
-and against a real Kafka 4.1 (``tests/broker/test_consumer_protocol_broker.py``), and both must end in the
-same observable states - :data:`EXPECTED` - so that the mock treats librdkafka's members as the real group
-coordinator does: two consumers share a topic of four partitions, one closes (leaving the group), the
-other takes everything; each phase is read back with ConsumerGroupDescribe (group epoch, member epochs,
-assignments, state) and every record produced is consumed.
+Why shared: each scenario runs against MockCluster (``tests/mock/test_consumer_protocol_clients.py``) and
+against a real Kafka 4.1 (``tests/broker/test_consumer_protocol_broker.py``), and both must end in the same
+observable states, so that the mock treats librdkafka's members as the real group coordinator does:
+
+- :func:`run` (:data:`EXPECTED`): two ``group.protocol=consumer`` consumers share a topic of four partitions,
+  one closes (leaving the group), the other takes everything; every record produced is consumed;
+- :func:`run_migration` (:data:`EXPECTED_MIGRATION`): a classic consumer (``group.protocol=classic``, range)
+  owns the topic, a consumer-protocol member joins - the classic group becomes a consumer group with a
+  classic member in it, the broker assigns both - then leaves, and the group is classic again.
+
+Each phase is read back with ConsumerGroupDescribe (group epoch, member epochs, assignments, state).
 
 The consumers are driven by their own ``poll()`` calls (librdkafka heartbeats and reconciles in its own
 threads, as the heartbeat interval the broker gives says); each phase ends when the group's description
@@ -44,6 +49,15 @@ EXPECTED = [
 ]
 
 
+#: the classic consumer alone (a classic group: no consumer-group description); both (upgraded, the classic
+#: member keeps the first two); the classic one alone again (downgraded)
+EXPECTED_MIGRATION = [
+    None,
+    Phase("Stable", 2, {"classic": 2, "new": 2}, {"classic": [0, 1], "new": [2, 3]}),
+    None,
+]
+
+
 def describe(bootstrap: str, group: str) -> Phase | None:
     """The group's current :class:`Phase` (asked of the broker that coordinates it), None before it exists."""
     from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
@@ -71,14 +85,20 @@ def describe(bootstrap: str, group: str) -> Phase | None:
     )
 
 
-def consumer(bootstrap: str, group: str, name: str) -> Any:
+def consumer(bootstrap: str, group: str, name: str, protocol: str = "consumer") -> Any:
     from confluent_kafka import Consumer
 
+    classic = {
+        "partition.assignment.strategy": "range",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+    }
     return Consumer(
         {
+            **(classic if protocol == "classic" else {}),
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "group.protocol": "consumer",
+            "group.protocol": protocol,
             "client.id": name,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": True,
@@ -140,3 +160,40 @@ def run(
         for c in consumers.values():
             c.close()
     return phases, produced - consumed
+
+
+def run_migration(
+    bootstrap: str, topic: str, group: str, timeout: float = 60.0
+) -> tuple[list[Phase | None], list[int]]:
+    """Play the online migration; returns each phase's description and the classic consumer's final
+    partitions."""
+    consumers: dict[str, Any] = {}
+    phases: list[Phase | None] = []
+
+    def owns_all() -> bool:
+        return len(consumers["classic"].assignment()) == PARTITIONS
+
+    def drive(done: Any) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for c in consumers.values():
+                c.poll(0.05)
+            if done():
+                break
+        phases.append(describe(bootstrap, group))
+
+    produce(bootstrap, topic, "migration")
+    try:
+        consumers["classic"] = consumer(bootstrap, group, "classic", "classic")
+        consumers["classic"].subscribe([topic])
+        drive(owns_all)
+        consumers["new"] = consumer(bootstrap, group, "new")
+        consumers["new"].subscribe([topic])
+        drive(lambda: describe(bootstrap, group) == EXPECTED_MIGRATION[1])
+        consumers.pop("new").close()
+        drive(lambda: owns_all() and describe(bootstrap, group) is None)
+        final = sorted(p.partition for p in consumers["classic"].assignment())
+    finally:
+        for c in consumers.values():
+            c.close()
+    return phases, final

@@ -36,3 +36,12 @@ def test_two_librdkafka_members_share_and_one_leaves(kafka_bootstrap: str, topic
     phases, missing = kip848_clients.run(kafka_bootstrap, topic, f"kip848-group-{uuid.uuid4().hex[:8]}")
     assert phases == kip848_clients.EXPECTED
     assert not missing, f"{len(missing)} records never consumed"
+
+
+@pytest.mark.timeout(240)
+def test_a_classic_group_takes_a_consumer_protocol_member_and_turns_classic_again(
+    kafka_bootstrap: str, topic: str
+) -> None:
+    phases, final = kip848_clients.run_migration(kafka_bootstrap, topic, f"kip848-mig-{uuid.uuid4().hex[:8]}")
+    assert phases == kip848_clients.EXPECTED_MIGRATION
+    assert final == list(range(kip848_clients.PARTITIONS))

@@ -29,3 +29,16 @@ def test_two_librdkafka_members_share_and_one_leaves() -> None:
     assert not missing, f"{len(missing)} records never consumed"
     assert beats and all(e.version == 1 for e in beats), "librdkafka speaks ConsumerGroupHeartbeat v1"
     assert not [e for e in beats if e.error_codes], [e.error_codes for e in beats if e.error_codes]
+
+
+@pytest.mark.timeout(120)
+def test_a_classic_group_takes_a_consumer_protocol_member_and_turns_classic_again() -> None:
+    """KIP-848's online migration with real clients of both protocols (librdkafka classic and consumer)."""
+    with MockCluster(num_brokers=3) as cluster:
+        topic, group = f"kip848-mig-{uuid.uuid4().hex[:8]}", f"kip848-mig-group-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(topic, partitions=kip848_clients.PARTITIONS)
+        phases, final = kip848_clients.run_migration(cluster.bootstrap_servers, topic, group)
+        apis = {e.api for e in cluster.request_log}
+    assert phases == kip848_clients.EXPECTED_MIGRATION
+    assert final == list(range(kip848_clients.PARTITIONS))
+    assert {"JoinGroup", "SyncGroup", "ConsumerGroupHeartbeat"} <= apis

@@ -1,9 +1,11 @@
 """ConsumerGroupHeartbeat (key 68): v0-1, the KIP-848 consumer group protocol.
 
 Behaviour:
-- NOT_COORDINATOR unless this broker coordinates the group (checked after authorization).
-- ``ConsumerGroupCoordinator.heartbeat`` (``consumer_membership.py``) validates the request (INVALID_REQUEST,
-  UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, with Kafka 4.1's messages), then joins (epoch 0), leaves
+- The request is validated first, on any broker (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+  INVALID_REGULAR_EXPRESSION, with Kafka 4.1's messages: ``consumer_group_requests.validate``, as Kafka's
+  ``GroupCoordinatorService`` does before it routes); then NOT_COORDINATOR unless this broker coordinates
+  the group.
+- ``ConsumerGroupCoordinator.heartbeat`` (``consumer_membership.py``) joins (epoch 0), leaves
   (-1; -2 for a static member leaving for a while) or heartbeats: the answer carries the member id and epoch,
   the heartbeat interval and, when it changed or the request was a full one, the partitions the member may
   use now (by topic id). Errors as Kafka answers them: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
@@ -37,7 +39,7 @@ from txnproducer._internal.protocol.consumer_group_heartbeat import (
 )
 
 from ..cluster_state import GROUP_KEY
-from ..consumer_group_requests import HeartbeatAnswer, HeartbeatRequest
+from ..consumer_group_requests import GroupError, HeartbeatAnswer, HeartbeatRequest, validate
 from ..security.acl import Operation, ResourceType
 from ._common import GroupHost, is_coordinator
 from .api import Api, RequestContext
@@ -50,28 +52,29 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     if not ctx.allows(Operation.READ, ResourceType.GROUP, request.group_id):
         return _response(v, HeartbeatAnswer(ec.GROUP_AUTHORIZATION_FAILED))
+    owned = request.topic_partitions
+    names = request.subscribed_topic_names
+    heartbeat = HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=request.subscribed_topic_regex if v >= 1 else None,
+        server_assignor=request.server_assignor,
+        owned=None if owned is None else tuple((t.topic_id, tuple(t.partitions)) for t in owned),
+        client_id=ctx.client_id or "",
+        api_version=v,
+    )
+    try:
+        validate(heartbeat, state.groups.consumer.assignor_names())
+    except GroupError as error:
+        return _response(v, HeartbeatAnswer(error.code, error.message))
     if not is_coordinator(state, ctx, GROUP_KEY, request.group_id):
         return _response(v, HeartbeatAnswer(ec.NOT_COORDINATOR))
-    owned = request.topic_partitions
-    answer = state.groups.consumer.heartbeat(
-        HeartbeatRequest(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            member_epoch=request.member_epoch,
-            instance_id=request.instance_id,
-            rack_id=request.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=None
-            if request.subscribed_topic_names is None
-            else tuple(request.subscribed_topic_names),
-            subscribed_topic_regex=request.subscribed_topic_regex if v >= 1 else None,
-            server_assignor=request.server_assignor,
-            owned=None if owned is None else tuple((t.topic_id, tuple(t.partitions)) for t in owned),
-            client_id=ctx.client_id or "",
-            api_version=v,
-        )
-    )
-    return _response(v, answer)
+    return _response(v, state.groups.consumer.heartbeat(heartbeat))
 
 
 def _response(version: int, answer: HeartbeatAnswer) -> Any:
