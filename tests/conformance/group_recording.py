@@ -109,11 +109,14 @@ class GroupRecorder(TxnRecorder):
         on: str | None = None,
         attempts: int = 300,
     ) -> Any:
-        """Send ``make()`` until ``done(answer)``, 0.1 s apart; only the last exchange is recorded."""
+        """Send ``make()`` until ``done(answer)``, 0.1 s apart; only the last exchange is recorded, with how
+        long the asking took (``waited_ms``: the replay asks the same while the mock's clock moves as far)."""
+        started = time.monotonic()
         for tries in range(attempts):
             answer = self.send(make(), note, on=on)
             if done(answer):
                 self.steps[-1]["polled"] = True
+                self.steps[-1]["waited_ms"] = int((time.monotonic() - started) * 1000) // 100 * 100
                 self.steps[-1]["note"] += f" (polled: {tries} unrecorded asks before)"
                 return answer
             self.steps.pop()

@@ -23,8 +23,10 @@ sorts them) sees the same order. Ids the broker makes up - a classic member's, a
 
 Polls: a few answers come after the broker did something on its own - a regular expression resolved in the
 background, a rebalance timeout. The recorder asks again (0.1 s apart) until the answer shows it, and
-records only the last exchange, with ``"polled": true`` (the replay sends that request once: the mock does
-those things at once). Sleeps are ``sleep`` actions (the replay advances the mock's clock).
+records only the last exchange, with ``"polled": true`` and ``waited_ms`` (how long it asked: the replay
+asks the same while moving the mock's clock as far). Sleeps are ``sleep`` actions (the replay runs the
+mock's timers that far ahead); CreatePartitions, which the mock does not answer, is an ``add_partitions``
+action.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from kafka.protocol.admin.topics import CreatePartitionsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest
 
@@ -201,6 +204,7 @@ def uniform_group(s: Scenario) -> None:
     # leaving
     rec.send(heartbeat(group, b, -1), "b leaves (epoch -1)")
     rec.send(heartbeat(group, b, 2, owned_partitions=[]), "b's heartbeat after it left")
+    rec.send(describe([group]), "ConsumerGroupDescribe: the group epoch moved, the target not yet computed")
     rec.send(heartbeat(group, a, 2, owned_partitions=owned(tid, [0, 1])), "a: b's partitions come to it")
     rec.send(describe([group]), "ConsumerGroupDescribe: one member again")
     rec.send(heartbeat(group, a, -1), "a leaves")
@@ -311,15 +315,42 @@ def regex_group(s: Scenario) -> None:
         "it owns them",
     )
     rec.send(describe([group]), "ConsumerGroupDescribe: the member's regex and its assignment")
+    epoch = int(answer.member_epoch)
+    holding = [p for t, ps in parts.items() for p in owned(t, ps)]
+    t3 = s.topic("rx-three", 1)
     rec.send(
-        heartbeat(
-            group,
-            m,
-            answer.member_epoch,
-            topics=[t2],
-            regex="",
-            owned_partitions=[p for t, ps in parts.items() for p in owned(t, ps)],
-        ),
+        heartbeat(group, m, epoch, owned_partitions=holding),
+        "a new topic matches: not within 10 s of the last resolution",
+    )
+    grown = rec.poll(
+        lambda: heartbeat(group, m, epoch, owned_partitions=holding),
+        lambda r: r.member_epoch > epoch,
+        "the new topic is matched - the broker re-resolves a group's expressions no sooner than 10 s "
+        "after the "
+        "last time -: a new epoch, its partition assigned",
+    )
+    holding += owned(s.tid(t3), [0])
+    create = CreatePartitionsRequest[3](
+        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=t2, count=3, assignments=None)],
+        timeout_ms=30_000,
+        validate_only=False,
+    )
+    s.rec.action(
+        "add_partitions",
+        "CreatePartitions v3: the second topic grows to 3 partitions (the mock has no "
+        "CreatePartitions handler: the replay grows it through MockCluster.add_partitions)",
+        topic=t2.replace(s.run, "$RUN"),
+        count=3,
+        response=rec.client.send(create).to_dict(),
+    )
+    epoch = int(grown.member_epoch)
+    grown = rec.poll(
+        lambda: heartbeat(group, m, epoch, owned_partitions=holding),
+        lambda r: r.member_epoch > epoch,
+        "the grown topic's new partitions: a new epoch",
+    )
+    rec.send(
+        heartbeat(group, m, grown.member_epoch, topics=[t2], regex="", owned_partitions=holding),
         "it switches to a topic list (regex '' clears the expression)",
     )
     rec.send(heartbeat(group, m, -1), "leave")

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import struct
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -529,6 +530,9 @@ class WireReplay(HandlerReplay):
         self.client = WireClient(host, port, client_id=f"conformance-{self.run}", timeout=10.0)
         self.setup_diffs: list[str] = []
         self._batches: dict[str, bytes] = {}
+        # the mock's clock, ahead of the wall clock by what polled steps waited (ask_while_waiting)
+        self.clock_ms = 0
+        cluster.state.now_ms = lambda: int(time.time() * 1000) + self.clock_ms
 
     def close(self) -> None:
         self.client.close()
@@ -542,6 +546,10 @@ class WireReplay(HandlerReplay):
                 self.run_wire_action(step, where)
                 i += 1
                 continue
+            if step.get("waited_ms", 0) >= 500:
+                self.judge(step, self.ask_while_waiting(step), [], where)
+                i += 1
+                continue
             match = re.search(r"\[pipelined 1/(\d+)", str(step.get("note", "")))
             group = steps[i:i + int(match.group(1))] if match else [step]
             ids = [self.client.send_nowait(self.request_for(s)) for s in group]
@@ -551,6 +559,23 @@ class WireReplay(HandlerReplay):
                 w = f"{self.file_name} {label} step {s.get('step')}".replace("  ", " ")
                 consumed = self.judge(s, self.response_dict(s, actual), steps[i + k + 1:], w)
             i += len(group) + consumed
+
+    def ask_while_waiting(self, step: dict[str, Any]) -> dict[str, Any]:
+        """A polled step the broker answered ``waited_ms`` later: ask the same every half second of the mock's
+        clock (as the recorder asked, keeping the member's session alive) until the recorded answer comes or
+        that much time (and 2 s more) has passed; the last answer is the one to judge."""
+        state = self.cluster.state
+        for _ in range(int(step["waited_ms"]) // 500 + 4):
+            actual = self.response_dict(step, self.client.send(self.request_for(step)))
+            kept, self.diffs = self.diffs, []
+            self.compare(step["response"], actual, "waiting")
+            done, self.diffs = not self.diffs, kept
+            if done:
+                break
+            self.clock_ms += 500
+            with state.lock:
+                state.groups.tick(state.now_ms())
+        return actual
 
     def request_for(self, step: dict[str, Any]) -> Any:
         api = step["api"]
@@ -626,6 +651,9 @@ class WireReplay(HandlerReplay):
             host, port = self.cluster.broker_address(1)
             self.port = port
             self.client = WireClient(host, port, client_id=f"conformance-{self.run}", timeout=10.0)
+            return
+        if step["action"] == "add_partitions":
+            self.cluster.add_partitions(self.subst(step["topic"]), step["count"])
             return
         if step["action"] == "delete_records":
             self.cluster.delete_records(self.subst(step["topic"]), step["partition"], step["offset"])

@@ -132,8 +132,9 @@ class ConsumerGroup:
     resolved_regexes: dict[str, frozenset[str]] = attrs.Factory(dict)
     #: expressions a member subscribed to that the coordinator has not resolved yet
     unresolved_regexes: set[str] = attrs.Factory(set)
-    #: the cluster's topic names when the expressions were last resolved
+    #: the cluster's topic names when the expressions were last resolved, and when that was
     regex_topics: frozenset[str] = frozenset()
+    regex_resolved_ms: int = 0
     #: the subscribed topics' (name, id, partition count) when the group epoch last moved
     metadata: frozenset[tuple[str, uuid.UUID, int]] = frozenset()
 

@@ -22,8 +22,8 @@ Threading: every public method is called with ``state.lock`` held (handlers and 
 Simplifications (beside those of ``server_assignors.py``): regular expressions are Python ``re`` patterns
 matched in full (RE2/J, Kafka's engine, has no lookaround or backreferences - those are refused as RE2/J
 refuses them - and a few classes differ: ``\\p{...}`` is refused here); an expression is resolved at the
-group's next request or tick after it was subscribed, and again whenever the cluster's topic set changed
-(Kafka resolves in the background and refreshes at most every ``group.consumer.regex.refresh.interval.ms``);
+group's next request or tick after it was subscribed (Kafka: in the background, a moment later), and again
+when the topic set changed, no sooner than 10 s after the last resolution, as Kafka 4.1 does;
 INVALID_REGULAR_EXPRESSION carries RE2/J's message for the common mistakes and Python's otherwise; groups are
 never deleted (an empty group stays ``Empty``); no authorization on subscribed topics; per-group configs
 (``consumer.session.timeout.ms``) and rack-aware assignment are not implemented.
@@ -63,7 +63,10 @@ _CONFIG = {
     "group.consumer.assignors": ("assignors", str),
     "group.consumer.migration.policy": ("migration_policy", str),
     "group.classic.max.size": ("classic_max_size", int),
+    "group.consumer.regex.refresh.interval.ms": ("regex_refresh_interval_ms", int),
 }
+#: Kafka re-resolves a group's regular expressions at most this often (hard-coded in 4.1)
+REGEX_REFRESH_MIN_MS = 10_000
 
 
 class TopicLike(Protocol):
@@ -97,6 +100,7 @@ class ConsumerMembership:
     assignors: str = "uniform,range"
     migration_policy: str = "bidirectional"
     classic_max_size: int = 2**31 - 1
+    regex_refresh_interval_ms: int = 600_000
 
     def __init__(self, state: TopicsView) -> None:
         self._state = state
@@ -148,7 +152,7 @@ class ConsumerMembership:
     def _heartbeat(self, request: HeartbeatRequest, now: int) -> HeartbeatAnswer:
         joining = request.member_epoch == 0
         group = self._group_for(request.group_id, create=joining, now=now)
-        self._resolve_regexes(group)
+        self._resolve_regexes(group, now)
         member_id = request.member_id or new_member_id()
         if member_id not in group.members and len(group.members) >= self.max_size:
             raise GroupError(
@@ -356,23 +360,26 @@ class ConsumerMembership:
         return frozenset((n, topics[n].topic_id, len(topics[n].partitions)) for n in names if n in topics)
 
     # ------------------------------------------------------------------ regular expressions
-    def _resolve_regexes(self, group: ConsumerGroup) -> None:
-        """Resolve new expressions, and all of them again when the topic set changed; a changed result moves
-        the group epoch (its members learn it on their next heartbeat)."""
+    def _resolve_regexes(self, group: ConsumerGroup, now: int) -> None:
+        """Resolve the expressions the group's members subscribe to, as Kafka's background resolution does:
+        at once when one is new, else when the topic set changed or ``regex_refresh_interval_ms`` passed -
+        but never within 10 s of the last resolution. A changed result moves the group epoch (its members
+        learn it on their next heartbeat)."""
+        if not group.unresolved_regexes:
+            if not group.resolved_regexes or now - group.regex_resolved_ms < REGEX_REFRESH_MIN_MS:
+                return
+            changed_topics = frozenset(self._state.topics) != group.regex_topics
+            if not changed_topics and now - group.regex_resolved_ms < self.regex_refresh_interval_ms:
+                return
         topic_names = frozenset(self._state.topics)
-        stale = set(group.unresolved_regexes)
-        if topic_names != group.regex_topics:
-            stale |= set(group.resolved_regexes)
-        if not stale:
-            return
         changed = False
-        for regex in stale:
+        for regex in group.unresolved_regexes | set(group.resolved_regexes):
             pattern = re.compile(regex)
             matched = frozenset(n for n in topic_names if pattern.fullmatch(n))
             changed |= group.resolved_regexes.get(regex) != matched
             group.resolved_regexes[regex] = matched
         group.unresolved_regexes.clear()
-        group.regex_topics = topic_names
+        group.regex_topics, group.regex_resolved_ms = topic_names, now
         if changed:
             group.group_epoch += 1
             group.metadata = self._subscription_metadata(group)
@@ -428,7 +435,7 @@ class ConsumerMembership:
 
     def _run_timers(self, now: int) -> None:
         for group in list(self._consumer_groups.values()):
-            self._resolve_regexes(group)
+            self._resolve_regexes(group, now)
             expired = set()
             for member in group.members.values():
                 deadline = member.rebalance_deadline_ms
