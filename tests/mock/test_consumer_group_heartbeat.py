@@ -305,3 +305,16 @@ def test_fault_injection_reaches_consumer_groups(cluster: MockCluster, group: st
     assert Member(cluster, group).send(member_epoch=4, member_id=a.member_id).error_code == 0, (
         "the new coordinator has the group"
     )
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"group.consumer.migration.policy": "sideways"}, "bidirectional, upgrade, downgrade or disabled"),
+        ({"group.consumer.assignors": "uniform,sticky"}, "['sticky']"),
+        ({"group.consumer.heartbeat.interval": 5000}, "unknown consumer group setting"),
+    ],
+)
+def test_settings_are_kafkas_and_checked(config: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        MockCluster(num_brokers=1, consumer_group_config=config)

@@ -13,9 +13,10 @@ broker's answers (``tests/conformance/kafka-4.1.0/consumer_group.json``): the re
 leave, epoch 0 joins with the member id the client chose (v1+; a v0 join may leave it empty and gets one),
 any other epoch must be the member's (FENCED_MEMBER_EPOCH - the previous epoch is accepted when the owned
 partitions are a subset of the assignment, as after a lost answer); an existing member joining again with
-epoch 0 is fenced too, as in Kafka. The group epoch moves when a member joins, leaves or changes its
-subscription or assignor, when a subscribed topic changes, and when a regular expression resolves; the target
-assignment is computed on the next heartbeat after that (the group shows ``Assigning`` until then).
+epoch 0 is fenced too, as in Kafka. The group epoch moves when a member joins, leaves or changes the topics
+it subscribes to (not when it names another assignor), when a subscribed topic changes, and when a regular
+expression's result changes; the target assignment is computed on the next heartbeat after that (the group
+shows ``Assigning`` until then).
 
 Threading: every public method is called with ``state.lock`` held (handlers and the cluster's ticker).
 
@@ -24,8 +25,9 @@ matched in full (RE2/J, Kafka's engine, has no lookaround or backreferences - th
 refuses them - and a few classes differ: ``\\p{...}`` is refused here); an expression is resolved at the
 group's next request or tick after it was subscribed (Kafka: in the background, a moment later), and again
 when the topic set changed, no sooner than 10 s after the last resolution, as Kafka 4.1 does;
-INVALID_REGULAR_EXPRESSION carries RE2/J's message for the common mistakes and Python's otherwise; groups are
-never deleted (an empty group stays ``Empty``); no authorization on subscribed topics; per-group configs
+INVALID_REGULAR_EXPRESSION carries RE2/J's message for the common mistakes and Python's otherwise; an empty
+group is never deleted (it stays ``Empty``, until a classic JoinGroup replaces it); no authorization on
+subscribed topics; per-group configs
 (``consumer.session.timeout.ms``) and rack-aware assignment are not implemented.
 """
 
@@ -113,6 +115,16 @@ class ConsumerMembership:
                 raise ValueError(f"unknown consumer group setting {key!r} (known: {', '.join(_CONFIG)})")
             attr, kind = _CONFIG[key]
             setattr(self, attr, kind(value))
+        if self.migration_policy.lower() not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ValueError(
+                f"group.consumer.migration.policy {self.migration_policy!r}: bidirectional, upgrade, "
+                "downgrade or disabled"
+            )
+        unknown = set(self.assignor_names()) - set(ASSIGNORS)
+        if unknown:
+            raise ValueError(
+                f"group.consumer.assignors {sorted(unknown)}: the mock has {', '.join(ASSIGNORS)}"
+            )
 
     # ------------------------------------------------------------------ inspection
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
