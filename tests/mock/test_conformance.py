@@ -37,11 +37,13 @@ import json
 import os
 import re
 import struct
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.admin.topics import CreateTopicsRequest
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
@@ -53,6 +55,7 @@ from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
 )
@@ -68,6 +71,8 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
 )
 
+from txnproducer._internal.protocol.consumer_group_describe import ConsumerGroupDescribeRequest
+from txnproducer._internal.protocol.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from txnproducer.testing import MockCluster
 from txnproducer.testing.wire_client import WireClient, build_batch, decode_batches
 
@@ -90,6 +95,11 @@ FILES = ["tv2_commit_flow", "tv1_commit_flow", "errors", "txn_timeout", "epoch_b
 #: the read path's recordings, in this repository (see the module docstring)
 READ_PATH_RECORDINGS = Path(__file__).resolve().parents[1] / "conformance" / "kafka-4.1.0"
 READ_PATH_FILES = ["read_offsets", "fetch_sessions", "classic_group"]
+#: the KIP-848 recording (tests/conformance/record_consumer_group.py) and the settings of the node it was
+#: recorded on, which the replay's MockCluster takes
+CONSUMER_GROUP_FILE = "consumer_group"
+CONSUMER_GROUP_CONFIG = {"group.consumer.heartbeat.interval.ms": 5000,
+                         "group.consumer.session.timeout.ms": 10000, "group.consumer.max.size": 3}
 #: transactional recordings kept in this repository too (tests/conformance/record_epoch_exhaustion.py)
 REPO_TXN_FILES = ["epoch_exhaustion"]
 
@@ -116,6 +126,11 @@ OTHER_REQUESTS: dict[str, Any] = {
     "SyncGroup": SyncGroupRequest,
     "Heartbeat": HeartbeatRequest,
     "LeaveGroup": LeaveGroupRequest,
+    "OffsetCommit": OffsetCommitRequest,
+    "DescribeGroups": DescribeGroupsRequest,
+    "ListGroups": ListGroupsRequest,
+    "ConsumerGroupHeartbeat": ConsumerGroupHeartbeatRequest,
+    "ConsumerGroupDescribe": ConsumerGroupDescribeRequest,
 }
 CONCURRENT_TRANSACTIONS = 51
 PID_RE = re.compile(r"^\$PID\d+$")
@@ -123,7 +138,8 @@ FREE_PLACEHOLDERS = ("$CLUSTER_ID", "$FEATURES_EPOCH", "$THROTTLE_MS")
 # values the broker makes up: bound to the mock's on first sight, substituted in later requests
 BOUND_PLACEHOLDERS = ("$TOPIC_ID", "$MEMBER", "$SESSION")
 # lists whose order the broker does not define (a broker answers partitions in the order of its own maps)
-UNORDERED_KEYS = ("index", "partition_index", "name", "topic", "transactional_id")
+UNORDERED_KEYS = ("index", "partition_index", "name", "topic", "transactional_id", "group_id", "member_id",
+                  "topic_id")
 
 
 def load(name: str, directory: Path = RECORDINGS) -> dict[str, Any]:
@@ -197,9 +213,17 @@ class Replay:
             if items and all(isinstance(v, dict) for v in items):
                 for key in UNORDERED_KEYS:
                     if all(key in v and isinstance(v[key], (int, str)) for v in items):
-                        return sorted(items, key=lambda v, k=key: str(v[k]).replace("$RUN", self.run))
+                        return sorted(items, key=lambda v, k=key: self._sort_key(v[k]))
             return items
         return value
+
+    def _sort_key(self, value: Any) -> str:
+        """A list item's sort key: a bound placeholder ($TOPIC_IDn, $MEMBERn) sorts as its value, so that an
+        expected list and the mock's come out in the same order."""
+        text = str(value)
+        if text.startswith(BOUND_PLACEHOLDERS) and text in self.bound:
+            text = str(self.bound[text])
+        return text.replace("$RUN", self.run)
 
     def _cmp(self, expected: Any, actual: Any, where: str) -> None:
         if isinstance(expected, str) and PID_RE.match(expected):
@@ -503,9 +527,12 @@ class WireReplay(HandlerReplay):
         self.cluster = cluster
         host, port = cluster.broker_address(1)
         self.port = port
-        self.client = WireClient(host, port, timeout=10.0)
+        self.client = WireClient(host, port, client_id=f"conformance-{self.run}", timeout=10.0)
         self.setup_diffs: list[str] = []
         self._batches: dict[str, bytes] = {}
+        # the mock's clock, ahead of the wall clock by what polled steps waited (ask_while_waiting)
+        self.clock_ms = 0
+        cluster.state.now_ms = lambda: int(time.time() * 1000) + self.clock_ms
 
     def close(self) -> None:
         self.client.close()
@@ -519,6 +546,10 @@ class WireReplay(HandlerReplay):
                 self.run_wire_action(step, where)
                 i += 1
                 continue
+            if step.get("waited_ms", 0) >= 500:
+                self.judge(step, self.ask_while_waiting(step), [], where)
+                i += 1
+                continue
             match = re.search(r"\[pipelined 1/(\d+)", str(step.get("note", "")))
             group = steps[i:i + int(match.group(1))] if match else [step]
             ids = [self.client.send_nowait(self.request_for(s)) for s in group]
@@ -528,6 +559,23 @@ class WireReplay(HandlerReplay):
                 w = f"{self.file_name} {label} step {s.get('step')}".replace("  ", " ")
                 consumed = self.judge(s, self.response_dict(s, actual), steps[i + k + 1:], w)
             i += len(group) + consumed
+
+    def ask_while_waiting(self, step: dict[str, Any]) -> dict[str, Any]:
+        """A polled step the broker answered ``waited_ms`` later: ask the same every half second of the mock's
+        clock (as the recorder asked, keeping the member's session alive) until the recorded answer comes or
+        that much time (and 2 s more) has passed; the last answer is the one to judge."""
+        state = self.cluster.state
+        for _ in range(int(step["waited_ms"]) // 500 + 4):
+            actual = self.response_dict(step, self.client.send(self.request_for(step)))
+            kept, self.diffs = self.diffs, []
+            self.compare(step["response"], actual, "waiting")
+            done, self.diffs = not self.diffs, kept
+            if done:
+                break
+            self.clock_ms += 500
+            with state.lock:
+                state.groups.tick(state.now_ms())
+        return actual
 
     def request_for(self, step: dict[str, Any]) -> Any:
         api = step["api"]
@@ -602,15 +650,27 @@ class WireReplay(HandlerReplay):
             self.client.close()
             host, port = self.cluster.broker_address(1)
             self.port = port
-            self.client = WireClient(host, port, timeout=10.0)
+            self.client = WireClient(host, port, client_id=f"conformance-{self.run}", timeout=10.0)
+            return
+        if step["action"] == "add_partitions":
+            self.cluster.add_partitions(self.subst(step["topic"]), step["count"])
             return
         if step["action"] == "delete_records":
             self.cluster.delete_records(self.subst(step["topic"]), step["partition"], step["offset"])
             return
         if step["action"] == "sleep":
-            # the coordinator's periodic check, as if the recorded silence had passed
+            # the coordinators' periodic checks, as if the recorded silence had passed
             with state.lock:
                 state.txn.tick(state.now_ms() + int(step["seconds"] * 1000))
+                state.groups.tick(state.now_ms() + int(step["seconds"] * 1000))
+            return
+        if step["action"] == "api_versions":
+            advertised = {str(k): [lo, hi] for k, lo, hi in self.cluster.api_versions()}
+            for key, versions in step["versions"].items():
+                self.checked += 1
+                if advertised.get(key) != versions:
+                    self.diffs.append(f"{where} ApiVersions of {step['apis'][key]} (key {key}): expected "
+                                      f"{versions}, the mock advertises {advertised.get(key)}")
             return
         if step["action"] == "fast_forward":
             with state.lock:
@@ -648,6 +708,44 @@ def test_wire_level_replay_of_the_read_path(file_name: str) -> None:
             replay.close()
     assert replay.checked > 0
     assert not replay.diffs, "\n".join([*replay.diffs, "(setup steps:)", *replay.setup_diffs])
+
+
+def consumer_group_cluster() -> MockCluster:
+    """A one-broker MockCluster with the group settings of the node the KIP-848 recording was made on."""
+    return MockCluster(num_brokers=1, transaction_version=2, consumer_group_config=CONSUMER_GROUP_CONFIG)
+
+
+def test_wire_level_replay_of_the_consumer_group_protocol() -> None:
+    """KIP-848 (tests/conformance/kafka-4.1.0/consumer_group.json): ConsumerGroupHeartbeat and
+    ConsumerGroupDescribe, offsets with member epochs, the online migration: every answer as Kafka 4.1.0's."""
+    with consumer_group_cluster() as cluster:
+        replay = WireReplay(CONSUMER_GROUP_FILE, cluster)
+        try:
+            replay.run_file(load(CONSUMER_GROUP_FILE, READ_PATH_RECORDINGS))
+        finally:
+            replay.close()
+    assert replay.checked > 100
+    assert not replay.diffs, "\n".join([*replay.diffs, "(setup steps:)", *replay.setup_diffs])
+
+
+def test_consumer_group_replay_detects_a_wrong_answer() -> None:
+    """The KIP-848 replay compares what matters: a tampered member epoch, assignment or error must show."""
+    data = copy.deepcopy(load(CONSUMER_GROUP_FILE, READ_PATH_RECORDINGS))
+    beats = [s for s in data["steps"] if s.get("api") == "ConsumerGroupHeartbeat"]
+    revoking = next(s for s in beats if "must give up" in s["note"])
+    revoking["response"]["assignment"]["topic_partitions"][0]["partitions"] = [0, 1, 2]
+    fenced = next(s for s in beats if s["response"]["error_code"] == 110)
+    fenced["response"]["error_code"] = 25
+    joined = next(s for s in beats if "member b joins" in s["note"])
+    joined["response"]["member_epoch"] += 1
+    with consumer_group_cluster() as cluster:
+        replay = WireReplay("tampered", cluster)
+        try:
+            replay.run_file(data)
+        finally:
+            replay.close()
+    where = {int(d.split(" step ")[1].split(" ")[0]) for d in replay.diffs}
+    assert {revoking["step"], fenced["step"], joined["step"]} <= where, "\n".join(replay.diffs)
 
 
 def test_wire_replay_detects_a_wrong_marker_epoch() -> None:

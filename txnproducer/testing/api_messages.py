@@ -1,8 +1,9 @@
 """kafka-python protocol classes by API key, and building responses from plain dicts.
 
 kafka-python 3 has one request and one response class per API (versioned by ``Cls[v]``) but no
-lookup by API key on the request side; the server needs one to decode what arrives. ``build`` turns
-nested dicts into the nested DataContainer objects, which keeps handler code short and readable.
+lookup by API key on the request side (the KIP-848 APIs it lacks come from ``_internal.protocol``);
+the server needs one to decode what arrives. ``build`` turns nested dicts into the nested DataContainer
+objects, which keeps handler code short and readable.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from typing import Any
 
 import kafka.protocol as _protocol
 from kafka.protocol.api_message import ApiMessage
+
+# the KIP-848 messages kafka-python lacks: defined (on its ApiMessage) in our protocol room; imported here so
+# that the scan below finds them
+from txnproducer._internal.protocol import consumer_group_describe as _describe  # noqa: F401
+from txnproducer._internal.protocol import consumer_group_heartbeat as _heartbeat  # noqa: F401
 
 _REQUESTS: dict[int, Any] = {}
 _RESPONSES: dict[int, Any] = {}

@@ -65,6 +65,9 @@ class MockCluster(PartitionFaults):
     default, like Kafka 4.1) v6 is not advertised and ``enable_2pc`` is refused.
     ``group_*`` override the group coordinator's settings (Kafka's ``group.initial.rebalance.delay.ms``,
     ``group.min/max.session.timeout.ms``; the mock defaults are 0, 1 and 1800000 for fast tests).
+    ``consumer_group_config`` sets the KIP-848 consumer group coordinator's, by Kafka's property names
+    (``group.consumer.heartbeat.interval.ms`` - 500 in the mock, 5000 in Kafka -, ``...session.timeout.ms``,
+    ``...max.size``, ``...assignors``, ``...migration.policy``, ``group.classic.max.size``).
     ``kafka_20090_fixed``: at the end of the epoch range (TV2, epoch 32766), the coordinator's own abort
     of a timed-out or fenced transaction rotates the producer id, as Kafka does after KAFKA-20090. Off
     (the default) the brokers answer as Kafka 4.0/4.1 do: that abort leaves the id at epoch 32767, a
@@ -121,6 +124,7 @@ class MockCluster(PartitionFaults):
         super_users: Iterable[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
         kafka_20090_fixed: bool = False,
+        consumer_group_config: Mapping[str, object] | None = None,
     ) -> None:
         if num_brokers < 1:
             raise ValueError("num_brokers must be >= 1")
@@ -165,6 +169,7 @@ class MockCluster(PartitionFaults):
             "group_max_session_timeout_ms": group_max_session_timeout_ms,
         }
         self.state.settings.update({k: v for k, v in group_settings.items() if v is not None})
+        self.state.settings["consumer_group_config"] = dict(consumer_group_config or {})
         self.faults = FaultPlan()
         self.requests = RequestLog()
         self._connection_ids = itertools.count(1)

@@ -224,6 +224,12 @@ def error_response(api_key: int, version: int, request: Any, code: int, state: A
         ]
     elif api_key == 18:
         v.update(error_code=code, api_keys=[])
+    elif api_key == 69:
+        v["groups"] = [
+            {"error_code": code, "error_message": None, "group_id": g, "group_state": "", "group_epoch": 0,
+             "assignment_epoch": 0, "assignor_name": "", "members": []}
+            for g in request.group_ids
+        ]
     elif api_messages.has_field(resp_cls, "error_code", version):
         v["error_code"] = code
     return api_messages.build(resp_cls, version, v)

@@ -12,6 +12,13 @@ with offsets (OffsetCommit, OffsetFetch, the transaction coordinator's TxnOffset
 DescribeGroups / ListGroups views. The wire handlers (``handlers/join_group.py`` and its siblings) call
 it; it never imports them.
 
+KIP-848 consumer-protocol groups share the group id space and the offsets: :attr:`GroupCoordinator.consumer`
+(:class:`~txnproducer.testing.consumer_group_coordinator.ConsumerGroupCoordinator`) holds them, and this
+class routes a classic request for a consumer group's id there (a classic member of a consumer group,
+KIP-848's online migration), validates offset commits and fetches of consumer groups with member epochs,
+and lends it the classic groups to convert (:meth:`classic_group`, :meth:`drop_classic_group`,
+:meth:`adopt_classic_group`).
+
 Threading: as for :mod:`group_membership` - every public method runs with ``state.lock`` held.
 
 Simplifications: offsets never expire and no ``__consumer_offsets`` log is written; a transaction's
@@ -21,12 +28,15 @@ offsets are staged in memory until its marker.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
 from txnproducer._internal.protocol import error_codes as ec
 
-from .classic_group import ClassicGroup, GroupState
+from .classic_group import ClassicGroup, GroupState, JoinOutcome, SyncOutcome
+from .consumer_group import ConsumerGroup
+from .consumer_group_coordinator import ConsumerGroupCoordinator
 from .group_membership import GroupMembership, StateView
 from .group_offsets import CommittedOffset, GroupOffsets, TopicPartitionKey
 
@@ -72,6 +82,8 @@ class GroupCoordinator(GroupMembership):
     def __init__(self, state: StateView) -> None:
         super().__init__(state)
         self._offsets: dict[str, GroupOffsets] = {}
+        #: the KIP-848 consumer-protocol groups (their ConsumerGroupHeartbeat handler calls it directly)
+        self.consumer = ConsumerGroupCoordinator(state, classic=self)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ inspection / test API
     def group_ids(self) -> list[str]:
@@ -126,7 +138,10 @@ class GroupCoordinator(GroupMembership):
 
     # ------------------------------------------------------------------ fault injection
     def force_rebalance(self, group_id: str) -> None:
-        """Start a rebalance now, as a metadata change would: members learn it from Heartbeat."""
+        """Start a rebalance now, as a metadata change would: members learn it from Heartbeat (a consumer
+        group: its group epoch moves, and its members reconcile to a new target assignment)."""
+        if self.consumer.force_new_epoch(group_id):
+            return
         group = self._groups.get(group_id)
         if group is None or not group.members:
             return
@@ -136,6 +151,8 @@ class GroupCoordinator(GroupMembership):
 
     def remove_member(self, group_id: str, member_id: str) -> bool:
         """Remove a member as if its session had timed out; returns False if it was not a member."""
+        if self.consumer.is_consumer_group(group_id):
+            return self.consumer.remove_consumer_member(group_id, member_id)
         group = self._groups.get(group_id)
         if group is None:
             return False
@@ -166,7 +183,11 @@ class GroupCoordinator(GroupMembership):
         topics = None if known_topics is None else set(known_topics)
         group = self._groups.get(group_id)
         error = ec.NONE
-        if group is None:
+        if self.consumer.is_consumer_group(group_id):
+            error = self.consumer.validate_offset_commit(
+                group_id, member_id, group_instance_id, generation_id, transactional=False,
+                api_version=api_version)
+        elif group is None:
             if generation_id < 0:
                 group = self._create_group(group_id)  # a "simple" group: offsets only
             else:
@@ -213,6 +234,9 @@ class GroupCoordinator(GroupMembership):
     ) -> int:
         """Kafka's checks for TxnOffsetCommit (KIP-447): generation -1 always passes; otherwise the
         group must exist (ILLEGAL_GENERATION) and the member belong to this generation."""
+        if self.consumer.is_consumer_group(group_id):
+            return self.consumer.validate_offset_commit(group_id, member_id, group_instance_id, generation_id,
+                                                        transactional=True, api_version=5)
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -222,6 +246,13 @@ class GroupCoordinator(GroupMembership):
             group, member_id, group_instance_id, generation_id, transactional=True
         )
 
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """The group error of an OffsetFetch v9+ (member id and epoch): checked for consumer-protocol groups
+        (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), ignored for classic ones, as Kafka 4.1 does."""
+        if self.consumer.is_consumer_group(group_id):
+            return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+        return ec.NONE
+
     def stage_txn_offsets(
         self,
         group_id: str,
@@ -229,7 +260,7 @@ class GroupCoordinator(GroupMembership):
         offsets: dict[tuple[str, int], tuple[int, int, str | None]],
     ) -> None:
         """Keep a transaction's offsets aside until its marker (complete_txn_offsets)."""
-        if group_id not in self._groups:
+        if group_id not in self._groups and not self.consumer.is_consumer_group(group_id):
             self._create_group(group_id)
         store = self._offsets.setdefault(group_id, GroupOffsets())
         for tp, (offset, leader_epoch, metadata) in offsets.items():
@@ -251,6 +282,73 @@ class GroupCoordinator(GroupMembership):
                 continue
             listed.append((group.group_id, group.protocol_type or "", group.state.value))
         return listed
+
+    def list_consumer_groups(self) -> list[tuple[str, str, str]]:
+        """[(group_id, protocol_type, state)] of the consumer-protocol groups (ListGroups' "consumer")."""
+        return [(gid, "consumer", g.state()) for gid in self.consumer.group_ids()
+                if (g := self.consumer.consumer_group(gid)) is not None]
+
+    def describe_consumer_group(self, group_id: str) -> tuple[int, str | None, ConsumerGroup | None]:
+        """ConsumerGroupDescribe's view: (error, message, group) - GROUP_ID_NOT_FOUND for an unknown or a
+        classic group, with Kafka's messages."""
+        group = self.consumer.consumer_group(group_id)
+        if group is not None:
+            return ec.NONE, None, group
+        classic = self._groups.get(group_id)
+        if classic is not None and classic.state is not GroupState.DEAD:
+            return ec.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        return ec.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+
+    # ------------------------------------------------------------------ classic requests to consumer groups
+    def join(self, **request: Any) -> JoinOutcome:
+        """JoinGroup: a non-empty consumer group answers its classic members (online migration); an empty
+        one is dropped and the request handled as a classic group's, as Kafka does."""
+        group = self.consumer.consumer_group(request["group_id"])
+        if group is not None:
+            if group.members:
+                return self.consumer.classic_join(client_host=self.client_host, **request)
+            self.consumer.drop_consumer_group(group.group_id)
+        return super().join(**request)
+
+    def sync(self, **request: Any) -> SyncOutcome:
+        if self.consumer.is_consumer_group(request["group_id"]):
+            request.pop("assignments", None)
+            return self.consumer.classic_sync(**request)
+        return super().sync(**request)
+
+    def heartbeat(self, **request: Any) -> int:
+        if self.consumer.is_consumer_group(request["group_id"]):
+            return self.consumer.classic_heartbeat(**request)
+        return super().heartbeat(**request)
+
+    def leave(self, *, group_id: str,
+              members: Iterable[tuple[str, str | None]]) -> tuple[int, list[tuple[str, str | None, int]]]:
+        if self.consumer.is_consumer_group(group_id):
+            return self.consumer.classic_leave(group_id, members)
+        return super().leave(group_id=group_id, members=members)
+
+    def tick(self, now_ms: int) -> None:
+        super().tick(now_ms)
+        self.consumer.tick(now_ms)
+
+    # -- the classic groups the migration converts (ClassicSide) ---------------------------------------
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        return self._groups.get(group_id)
+
+    def drop_classic_group(self, group_id: str) -> None:
+        """Forget a classic group turned consumer group; its parked requests answer REBALANCE_IN_PROGRESS."""
+        group = self._groups.pop(group_id, None)
+        if group is not None:
+            for member in group.members.values():
+                member.complete_join(JoinOutcome(ec.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+                member.complete_sync(SyncOutcome(ec.REBALANCE_IN_PROGRESS))
+            self._notify()
+
+    def adopt_classic_group(self, group: ClassicGroup, now: int) -> None:
+        """A consumer group turned classic: it rebalances, its members learn it from Heartbeat."""
+        self._groups[group.group_id] = group
+        self._prepare_rebalance(group, now)
+        self._notify()
 
     # ------------------------------------------------------------------ helpers
     def _validate_offset_commit(

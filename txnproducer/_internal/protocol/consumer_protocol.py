@@ -67,12 +67,17 @@ def encode_subscription(topics: Iterable[str], user_data: bytes | None = None) -
     return b"".join(parts)
 
 
-def encode_assignment(partitions: Iterable[tuple[str, int]], user_data: bytes | None = None) -> bytes:
-    """Assignment v0: the partitions grouped by topic (topics sorted, partitions ascending)."""
+def encode_assignment(partitions: Iterable[tuple[str, int]], user_data: bytes | None = None, *,
+                      version: int = 0) -> bytes:
+    """An assignment (v0 unless ``version`` says otherwise: v1-v3 carry the same fields, and a KIP-848 group
+    coordinator answers a classic member in the version of its subscription): the partitions grouped by
+    topic (topics sorted, partitions ascending)."""
+    if not 0 <= version <= 3:
+        raise ValueError(f"consumer assignment version {version} (0-3 exist)")
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
-    return b"".join([I16.pack(0), _topic_partitions(by_topic), _nullable_bytes(user_data)])
+    return b"".join([I16.pack(version), _topic_partitions(by_topic), _nullable_bytes(user_data)])
 
 
 def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:

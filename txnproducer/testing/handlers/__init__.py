@@ -23,6 +23,8 @@ from . import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_topics,
     describe_configs,
     describe_groups,
@@ -99,6 +101,8 @@ HANDLERS: tuple[Api, ...] = (
     describe_producers.API,  # 61
     describe_transactions.API,  # 65
     list_transactions.API,  # 66
+    consumer_group_heartbeat.API,  # 68
+    consumer_group_describe.API,  # 69
 )
 
 _BY_KEY: dict[int, Api] = {api.key: api for api in HANDLERS}

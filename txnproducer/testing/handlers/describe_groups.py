@@ -8,8 +8,10 @@ Authorization (KafkaApis.handleDescribeGroupsRequest): Describe on each group, e
 with an empty state and no members.
 
 Version notes:
-- v0-5: a group that does not exist is answered NONE with state "Dead".
-- v6+: GROUP_ID_NOT_FOUND ("Group x not found.") with state "Dead".
+- v0-5: a group that does not exist - or is a KIP-848 consumer-protocol group - is answered NONE with state
+  "Dead" and no members.
+- v6+: GROUP_ID_NOT_FOUND with state "Dead": "Group x not found.", or for a consumer-protocol group "Group x
+  is not a classic group." (ConsumerGroupDescribe describes those), as Kafka 4.1 answers.
 
 Simplifications: authorized operations are never computed (the field is left "not requested"); groups are
 answered in the request's order (Kafka lists the refused ones first).
@@ -50,6 +52,10 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
             described.append(group_cls(error_code=ec.NOT_COORDINATOR, group_state="", **base))
             continue
         desc = state.groups.describe(group_id)
+        if desc is None and v >= 6 and state.groups.consumer.is_consumer_group(group_id):
+            base["error_message"] = f"Group {group_id} is not a classic group."
+            described.append(group_cls(error_code=ec.GROUP_ID_NOT_FOUND, group_state="Dead", **base))
+            continue
         if desc is None:
             if v >= 6:
                 base["error_message"] = f"Group {group_id} not found."

@@ -1,13 +1,15 @@
 """ListGroups (key 16): v0-5.
 
-Behaviour: the live groups this broker coordinates, with protocol type and state.
+Behaviour: the live groups this broker coordinates, with protocol type and state: classic groups (type
+"classic") and KIP-848 consumer-protocol groups (type "consumer", protocol type "consumer", their states
+``Empty``/``Assigning``/``Reconciling``/``Stable``).
 
 Authorization (KafkaApis.handleListGroupsRequest): with Describe on the cluster every group is listed;
 otherwise only the groups the principal may describe.
 
 Version notes:
 - v4+: state filter (case-insensitive).
-- v5+: type filter; every group here is "classic", so a filter without "classic" lists nothing.
+- v5+: type filter ("classic", "consumer"; case-insensitive).
 """
 
 from __future__ import annotations
@@ -30,18 +32,20 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     types = {t.lower() for t in (request.types_filter or [])} if v >= 5 else set()
     listed = []
     every_group = ctx.allows(Operation.DESCRIBE, ResourceType.CLUSTER)
-    for group_id, protocol_type, group_state in state.groups.list_groups():
+    typed = [(*g, "classic") for g in state.groups.list_groups()]
+    typed += [(*g, "consumer") for g in state.groups.list_consumer_groups()]
+    for group_id, protocol_type, group_state, group_type in typed:
         if not is_coordinator(state, ctx, GROUP_KEY, group_id):
             continue
         if not (every_group or ctx.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id)):
             continue
         if states and group_state.lower() not in states:
             continue
-        if types and "classic" not in types:
+        if types and group_type not in types:
             continue
         listed.append(
             ListGroupsResponse.ListedGroup(
-                group_id=group_id, protocol_type=protocol_type, group_state=group_state, group_type="classic"
+                group_id=group_id, protocol_type=protocol_type, group_state=group_state, group_type=group_type
             )
         )
     return ListGroupsResponse[v](throttle_time_ms=0, error_code=ec.NONE, groups=listed)

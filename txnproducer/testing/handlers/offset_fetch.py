@@ -15,6 +15,9 @@ Version notes:
 - v7+: ``require_stable`` - a partition with a pending transactional offset answers
   UNSTABLE_OFFSET_COMMIT (KIP-447) instead of the older committed offset.
 - v8+: several groups per request, each with its own error.
+- v9+: the member id and epoch of a KIP-848 consumer-protocol group's member are checked
+  (``GroupCoordinator.validate_offset_fetch``): STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID as the group's error,
+  with no topics; null and -1 (an admin client) pass; classic groups ignore them, as Kafka 4.1 does.
 - Kafka 4.1.0 stops at v9 (v10 names topics by id and is not advertised).
 """
 
@@ -39,7 +42,9 @@ def handle(state: GroupHost, ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     require_stable = bool(request.require_stable) if v >= 7 else False
     if v >= 8:
-        groups = [_fetch_group(state, ctx, g.group_id, g.topics, require_stable, v) for g in request.groups]
+        groups = [_fetch_group(state, ctx, g.group_id, g.topics, require_stable, v,
+                               (g.member_id, g.member_epoch) if v >= 9 else (None, -1))
+                  for g in request.groups]
         return OffsetFetchResponse[v](
             throttle_time_ms=0,
             groups=[
@@ -62,11 +67,15 @@ def _fetch_group(
     requested: list[Any] | None,
     require_stable: bool,
     version: int,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[str, list[Any], int]:
     if not ctx.allows(Operation.DESCRIBE, ResourceType.GROUP, group_id):
         return group_id, [], ec.GROUP_AUTHORIZATION_FAILED
     if not is_coordinator(state, ctx, GROUP_KEY, group_id):
         return group_id, [], ec.NOT_COORDINATOR
+    member_error = state.groups.validate_offset_fetch(group_id, *member)
+    if member_error:
+        return group_id, [], member_error
 
     def describable(topic: str) -> bool:
         return ctx.allows(Operation.DESCRIBE, ResourceType.TOPIC, topic)
