@@ -10,7 +10,8 @@ executors need no shared directory) and then commits them. Killing the driver at
 restarting the query from its checkpoint neither loses nor duplicates a row. A read_committed
 consumer at the end counts what arrived.
 
-Run it with ``python examples/spark_exactly_once.py`` (needs ``pip install 'txnproducer[spark]'``
+Run it with ``python examples/spark_exactly_once.py`` (``run_example()`` is the part a test runs in
+its own Spark session; needs ``pip install 'txnproducer[spark]'``
 and Java 17+; ``PYSPARK_PYTHON`` must name a Python that has txnproducer - the script sets it to
 its own interpreter). It uses ``$KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise an in-process
 MockCluster.
@@ -65,6 +66,38 @@ def count_committed(servers: str, topic: str, expected: int) -> int:
         consumer.close()
 
 
+def run_example(spark: SparkSession, servers: str, work: str, rows: int = 10_000,
+                lines: int = LINES) -> tuple[int, int]:
+    """The batch job and the streaming query on ``spark``; returns how many rows of each a
+    read_committed consumer finds (``rows`` and ``FILES * lines`` when all went well)."""
+    register(spark)
+    sink = {
+        "kafka.bootstrap.servers": servers,
+        # every prepared transaction must be committed within this (the driver does it at once)
+        "kafka.transaction.timeout.ms": "60000",
+    }
+
+    # 1. batch: key and value
+    (spark.range(rows).selectExpr("CAST(id % 100 AS STRING) AS key", "CAST(id AS STRING) AS value")
+     .write.format("txnkafka").options(**sink).option("topic", BATCH_TOPIC).mode("append").save())
+    batch = count_committed(servers, BATCH_TOPIC, rows)
+
+    # 2. streaming: a file source, one micro-batch per file
+    source = os.path.join(work, "in")
+    os.makedirs(source)
+    for f in range(FILES):
+        with open(os.path.join(source, f"part-{f}.txt"), "w") as out:
+            out.writelines(f"file{f}-line{i}\n" for i in range(lines))
+    query = (spark.readStream.schema("value string").format("text")
+             .option("maxFilesPerTrigger", 1).load(source)
+             .writeStream.format("txnkafka").options(**sink).option("topic", STREAM_TOPIC)
+             # names the query: its transactional ids are derived from this string
+             .option("checkpointLocation", os.path.join(work, "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    return batch, count_committed(servers, STREAM_TOPIC, FILES * lines)
+
+
 def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -73,33 +106,9 @@ def main() -> None:
         spark = (SparkSession.builder.master("local[2]").appName("txnkafka-example")
                  .config("spark.ui.enabled", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        register(spark)
-        sink = {
-            "kafka.bootstrap.servers": servers,
-            # every prepared transaction must be committed within this (the driver does it at once)
-            "kafka.transaction.timeout.ms": "60000",
-        }
-
-        # 1. batch: 10,000 rows, key and value
-        (spark.range(10_000).selectExpr("CAST(id % 100 AS STRING) AS key", "CAST(id AS STRING) AS value")
-         .write.format("txnkafka").options(**sink).option("topic", BATCH_TOPIC).mode("append").save())
-        print(f"batch: {count_committed(servers, BATCH_TOPIC, 10_000)} of 10000 rows committed")
-
-        # 2. streaming: a file source, one micro-batch per file
-        source = os.path.join(work, "in")
-        os.makedirs(source)
-        for f in range(FILES):
-            with open(os.path.join(source, f"part-{f}.txt"), "w") as out:
-                out.writelines(f"file{f}-line{i}\n" for i in range(LINES))
-        query = (spark.readStream.schema("value string").format("text")
-                 .option("maxFilesPerTrigger", 1).load(source)
-                 .writeStream.format("txnkafka").options(**sink).option("topic", STREAM_TOPIC)
-                 # names the query: its transactional ids are derived from this string
-                 .option("checkpointLocation", os.path.join(work, "checkpoint"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(300)
-        expected = FILES * LINES
-        print(f"stream: {count_committed(servers, STREAM_TOPIC, expected)} of {expected} rows committed")
+        batch, stream = run_example(spark, servers, work)
+        print(f"batch: {batch} of 10000 rows committed")
+        print(f"stream: {stream} of {FILES * LINES} rows committed")
         spark.stop()
 
 

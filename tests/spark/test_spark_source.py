@@ -332,3 +332,13 @@ def test_the_pipeline_example_is_exactly_once(spark: Any, kafka: MockCluster, tm
         kafka.create_topic(topic, 3)
     committed, written = example.run_example(spark, kafka.bootstrap_servers, str(tmp_path))
     assert committed == written == 300, "450 orders, 150 of them in aborted transactions"
+
+
+def test_the_sink_example_is_exactly_once(spark: Any, kafka: MockCluster, tmp_path: Path) -> None:
+    """examples/spark_exactly_once.py (the sink's: a batch job, then a file stream), in this module's
+    session and cluster, with fewer rows."""
+    example = load_example("spark_exactly_once")
+    for topic in (example.BATCH_TOPIC, example.STREAM_TOPIC):
+        kafka.create_topic(topic, 3)
+    batch, stream = example.run_example(spark, kafka.bootstrap_servers, str(tmp_path), rows=2_000, lines=200)
+    assert (batch, stream) == (2_000, example.FILES * 200)
