@@ -39,7 +39,7 @@ from .coordinator import CoordinatorLink
 from .failures import Retry
 from .heartbeat import HeartbeatTimer
 from .heartbeat_loop import HeartbeatLoop
-from .hooks import RebalanceHooks
+from .hooks import RebalanceHooks, SubscriptionPattern
 from .io_thread import GroupIo
 from .leave_group import maybe_leave_group
 from .offset_fetch import CommittedOffset
@@ -131,9 +131,14 @@ class GroupMember:
 
     # -- the polling thread ---------------------------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] | SubscriptionPattern) -> None:
         """Subscribe to ``topics`` (names), replacing the previous subscription; a change rejoins the
-        group at the next :meth:`poll`. ConfigError for no topic or a name that is not one."""
+        group at the next :meth:`poll`. ConfigError for no topic, a name that is not one, or a
+        :class:`SubscriptionPattern` (the coordinator resolves patterns in the consumer protocol only)."""
+        if isinstance(topics, SubscriptionPattern):
+            raise errors.ConfigError(
+                f"subscribing to {topics.pattern!r} (a SubscriptionPattern) needs group_protocol='consumer': "
+                "the classic protocol's coordinator does not resolve regular expressions")
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(t, str) and t for t in names):
             raise errors.ConfigError(f"topics must be one or more topic names, got {topics!r}")
