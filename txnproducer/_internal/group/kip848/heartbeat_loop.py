@@ -15,7 +15,12 @@ one step per turn of the member's IO loop (``io_thread.GroupIo``):
   polling thread is woken to reconcile it), a fencing makes the member FENCED, a fatal code FATAL.
   Topic ids nobody named yet are looked up (``topic_names.py``).
 
-One step differs from Java's on purpose: a join (epoch 0) answered FENCED_MEMBER_EPOCH means the
+Two steps differ from Java's on purpose. A static member's join answered UNRELEASED_INSTANCE_ID is
+retried (with a WARNING) for up to ``max_poll_interval_ms`` before it is fatal: under KIP-848 an
+instance that crashed keeps its place until the coordinator's session timeout drops it (only a
+graceful close leaves with epoch -2 for a restart to take over at once), so its restart - the
+processor's recovery after a crash - must wait for that, where Java's member fails at once. A join
+(epoch 0) answered FENCED_MEMBER_EPOCH means the
 coordinator still holds this member id in a higher epoch (Kafka 4.1 fences an epoch-0 heartbeat of a
 member it knows, ``consumer_group.json``); Java would rejoin the same way until the old incarnation's
 session runs out (45 s by default). This member leaves first (epoch -1 under the same id: the
@@ -28,6 +33,8 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
@@ -68,6 +75,7 @@ class HeartbeatLoop:
         self._names_in_flight = False
         self._names_not_before = 0.0
         self._last_poll = time.monotonic()
+        self._unreleased_since: float | None = None  # the first UNRELEASED_INSTANCE_ID of a join
         self.subscription: cgh.Subscription = frozenset()  # written by the polling thread, with the lock
         self.leave_with: int | None = None  # the epoch close() leaves with (None: the default)
         self._log = get_logger("txnproducer.group").bind(group_id=settings.group_id)
@@ -207,8 +215,11 @@ class HeartbeatLoop:
                 facts.leaves_answered += 1
                 facts.leave_first = False
                 facts.changed()
+            if verdict.kind is cgh.VerdictKind.FATAL and self._still_released_elsewhere(verdict, now):
+                verdict = attrs.evolve(verdict, kind=cgh.VerdictKind.RETRY)
             if verdict.kind is cgh.VerdictKind.OK:
                 self._failures = 0
+                self._unreleased_since = None
                 if verdict.interval_ms > 0:
                     facts.heartbeat_interval_s = verdict.interval_ms / 1000
                     if sent_epoch >= 0:
@@ -237,6 +248,23 @@ class HeartbeatLoop:
                 self._fatal(verdict.error)
         if coordinator_moved:
             self._link.forget(f"it answered {ec.error_name(verdict.code)} to ConsumerGroupHeartbeat")
+
+    def _still_released_elsewhere(self, verdict: cgh.Verdict, now: float) -> bool:
+        """UNRELEASED_INSTANCE_ID within ``max_poll_interval_ms`` of the first one: the instance's
+        previous incarnation is still in the group (it crashed; its session has not run out yet)."""
+        if verdict.code != ec.UNRELEASED_INSTANCE_ID:
+            return False
+        if self._unreleased_since is None:
+            self._unreleased_since = now
+        if now - self._unreleased_since >= self._settings.rebalance_timeout_ms / 1000:
+            return False
+        self._log.warning(
+            "group.instance_id_not_released", group_instance_id=self._settings.group_instance_id,
+            said=verdict.message,
+            hint="the previous instance with this group_instance_id crashed and the coordinator still counts "
+                 "it (until group.consumer.session.timeout.ms), or another instance runs with the same id; "
+                 "retried until max_poll_interval_ms, then fatal")
+        return True
 
     def _apply(self, verdict: cgh.Verdict) -> None:
         """A NONE answer (Java's ``onHeartbeatSuccess``; lock held)."""
