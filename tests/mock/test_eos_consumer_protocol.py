@@ -12,10 +12,12 @@ revoked partition's open transaction is committed before the partition moves (or
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka import KafkaProducer
 from test_eos_pipeline import (
     CONSUMER,
     IN,
@@ -27,6 +29,7 @@ from test_eos_pipeline import (
     produce_inputs,
 )
 
+from tests._support.eos_pipeline import origin_transform
 from txnproducer.testing import MockCluster
 
 #: the consumer protocol's settings: the coordinator owns the session and the heartbeat interval
@@ -75,3 +78,73 @@ def test_each_input_exactly_once_across_crash_restart_and_scaling(cluster: MockC
     assert cluster.committed_offsets("kip848-eos") == ends
     assert c.metrics()["records_in"] > 0, "the joining instance never got partitions"
     assert_each_input_once_in_order(cluster, 10_000)
+
+
+class Feeder:
+    """Writes input ``i`` to partition ``i % PARTITIONS``, one per partition every 20 ms, until stopped:
+    the processors' polls are never empty, so a transaction stays open until something ends it."""
+
+    def __init__(self, cluster: MockCluster) -> None:
+        self.sent = 0
+        self._stop = threading.Event()
+        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=2, acks="all")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):  # a pace, not a synchronisation
+            for _ in range(PARTITIONS):
+                self._producer.send(IN, value=str(self.sent).encode(), partition=self.sent % PARTITIONS)
+                self.sent += 1
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.flush(30)
+        self._producer.close(10)
+        return self.sent
+
+
+def notifying(pipeline: Pipeline) -> Any:
+    """The pipeline's transform, waking the test's waits after each record (progress without commits)."""
+    transform = origin_transform(OUT)
+
+    def wrapped(record: Any) -> Any:
+        out = transform(record)
+        with pipeline.cond:
+            pipeline.cond.notify_all()
+        return out
+
+    return wrapped
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit-first", "abort"])
+def test_a_revocation_ends_the_open_transaction_that_read_the_revoked_partitions(
+        cluster: MockCluster, commit: bool) -> None:
+    """b joins while a's transaction has read every partition: a commits it (or aborts it) before it
+    gives half of them up, and keeps the rest without an abort; every input once either way."""
+    group = f"revoke-{'commit' if commit else 'abort'}"
+    pipeline = ConsumerProtocolPipeline(cluster, group)
+    feeder = Feeder(cluster)
+    try:
+        a = pipeline.start("a", max_txn_time_ms=60_000, max_records_per_txn=10**9, poll_timeout_ms=2000,
+                           commit_on_revocation=commit, transform=notifying(pipeline))
+        pipeline.wait_for("a's open transaction read every partition",
+                          lambda: a.metrics()["records_polled"] >= 20 * PARTITIONS
+                          and len(a.assignment()) == PARTITIONS)
+        assert a.metrics()["transactions_committed"] == 0
+        b = pipeline.start("b")
+        pipeline.wait_for("b owns partitions", lambda: len(b.assignment()) == PARTITIONS // 2)
+        total = feeder.stop()
+        pipeline.wait_for("every input is committed", pipeline.all_committed)
+    finally:
+        feeder.stop()
+        pipeline.stop_all()
+    metrics = a.metrics()
+    if commit:
+        assert (metrics["commits_on_revocation"], metrics["aborts_on_revocation"]) == (1, 0)
+        assert metrics["transactions_aborted"] == 0, f"the partitions a kept lost no work: {metrics}"
+    else:
+        assert (metrics["commits_on_revocation"], metrics["aborts_on_revocation"]) == (0, 1)
+    assert cluster.committed_offsets(group) == input_end_offsets(cluster)
+    assert_each_input_once_in_order(cluster, total)
