@@ -30,6 +30,7 @@ import argparse
 import itertools
 import json
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -301,6 +302,7 @@ def main() -> None:
     parser.add_argument("--settle-s", type=float, default=6.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the Kafka node on the way out
     variants = args.variants.split(",")
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     with cluster(args) as bootstrap:

@@ -24,6 +24,7 @@ import pytest
 from tests._support.consumer_protocol import describe
 from txnproducer import (
     CommitFailedError,
+    ConsumerGroupMetadata,
     SubscriptionPattern,
     TopicPartition,
     TransactionalConsumer,
@@ -350,3 +351,35 @@ def test_a_pattern_subscription_follows_the_matching_topics(
     wait_until(cond, "a owns audit-us too",
                lambda: a.owned() == eu | {TopicPartition("audit-us", 0)}, running)
     assert a.consumer.subscription() == {"audit-eu", "audit-us"}
+
+
+def test_a_new_partition_waits_for_its_stable_offset_while_the_others_keep_flowing(
+    cluster: MockCluster, running: list[Polled]
+) -> None:
+    """A partition assigned while a transaction's offsets for it are pending (UNSTABLE_OFFSET_COMMIT,
+    KIP-447: its previous owner's commit is under way) starts only once they are committed, at them - and
+    meanwhile the partitions the member already reads keep delivering."""
+    cond = threading.Condition()
+    c = Polled(cluster, "grow", "c", cond)
+    running.append(c)
+    wait_until(cond, "c owns every partition", lambda: c.owned() == ALL, running)
+    new = TopicPartition(TOPIC, PARTITIONS)
+    with TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,
+                               transactional_id="previous-owner", max_block_ms=10_000) as previous:
+        previous.init_transactions()
+        previous.begin_transaction()
+        pending = ConsumerGroupMetadata("grow", -1, "", None)  # an offsets-only commit, still open
+        previous.send_offsets_to_transaction({new: 5}, pending, timeout=10)
+        cluster.add_partitions(TOPIC, PARTITIONS + 1)
+        write(cluster, 10, partitions=PARTITIONS + 1)
+        wait_until(cond, "c owns the new partition", lambda: new in c.owned(), running)
+        wait_until(cond, "the others delivered their records while the new one waits",
+                   lambda: sum(1 for t, p, _ in c.read if p < PARTITIONS) == PARTITIONS * 10, running)
+        assert not [o for t, p, o in c.read if p == PARTITIONS], "the new partition started before its offset"
+        unstable = cluster.wait_for_request(lambda e: e.api == "OffsetFetch" and 88 in e.error_codes)
+        previous.commit_transaction()
+    since = cluster.requests.next_seq()
+    wait_until(cond, "the new partition was read from its committed offset on",
+               lambda: sum(1 for t, p, _ in c.read if p == PARTITIONS) == 5, running)
+    assert sorted(o for t, p, o in c.read if p == PARTITIONS) == [5, 6, 7, 8, 9]
+    assert unstable.seq < since, "the lookup met the pending offsets (UNSTABLE_OFFSET_COMMIT) first"

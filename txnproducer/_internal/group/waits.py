@@ -92,16 +92,19 @@ class MemberWaits:
 
     def sleep_until(self, until: float, deadline: float) -> bool:
         """Wait until ``until`` (or ``deadline``, if it comes first), woken early only by closing or
-        failing; False if the deadline came first."""
-        until = min(until, deadline)
+        failing; False if the deadline comes first (a time already past is reached at once, whatever
+        the deadline: a caller with no time to wait may still go on when it need not wait)."""
+        reached = until <= deadline
+        end = min(until, deadline)
         state = self._state
         with state.cond:
-            while (remaining := until - time.monotonic()) > 0 and not self._unusable():
+            while (remaining := end - time.monotonic()) > 0 and not self._unusable():
                 state.cond.wait(remaining)
         self._raise_if_unusable()
-        return time.monotonic() < deadline
+        return reached
 
     def backoff(self, attempts: int, deadline: float) -> bool:
         """Wait the exponential retry backoff after ``attempts`` failures; False if the deadline
         comes first."""
-        return self.sleep_until(time.monotonic() + self.backoff_s(attempts), deadline)
+        return self.sleep_until(time.monotonic() + self.backoff_s(attempts), deadline) \
+            and time.monotonic() < deadline
