@@ -24,8 +24,9 @@ Answers (Java's ``AbstractHeartbeatRequestManager.onErrorResponse`` and
   found; COORDINATOR_LOAD_IN_PROGRESS and other retriable codes: again after the backoff;
 - FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: the member is fenced (its partitions are lost; it rejoins);
 - GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
-  INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, UNSUPPORTED_VERSION,
-  GROUP_ID_NOT_FOUND and any other code that is not retriable: fatal, a typed error (``failures.py``).
+  INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID (after the retries ``heartbeat_loop.py`` gives it),
+  FENCED_INSTANCE_ID, UNSUPPORTED_VERSION, GROUP_ID_NOT_FOUND and any other code that is not retriable:
+  fatal, a typed error (``failures.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ member cannot fix by retrying or rejoining stops it, and its ``poll()`` raises t
 lost hook ran for what it owned). The coordinator's own message (``error_message``: Kafka's words, such
 as "The consumer group has reached its maximum capacity of 3 members.") is quoted in ours.
 
-One choice differs from Java's on purpose: a code the protocol does not name but Kafka marks retriable
+UNRELEASED_INSTANCE_ID is fatal here too, but ``heartbeat_loop.py`` retries it for ``max_poll_interval_ms``
+first (a crashed static instance's place is kept until the broker's session timeout). One choice differs
+from Java's on purpose: a code the protocol does not name but Kafka marks retriable
 (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS, ...) is retried after the backoff instead of being fatal - the
 classic member does the same for its heartbeats, and a pipeline should not stop for a transient broker
 condition it would ride out under the other protocol.

@@ -9,8 +9,9 @@ one step per turn of the member's IO loop (``io_thread.GroupIo``):
 - when the polling thread has not polled for ``max_poll_interval_ms`` the member leaves (epoch -1, or
   -2 for a static member) and goes STALE: its next ``poll`` loses its partitions and rejoins;
 - JOINING, ACKNOWLEDGING and LEAVING heartbeat at once (one in flight at a time; a leave regardless);
-  otherwise every heartbeat interval the coordinator gave; a failure waits the exponential backoff,
-  a coordinator move or a fencing none;
+  otherwise every heartbeat interval the coordinator gave; a failure waits the exponential backoff -
+  a join too (Java's joins again at once, which spins on COORDINATOR_LOAD_IN_PROGRESS) - a coordinator
+  move or a fencing none;
 - answers: the epoch and interval are taken, a new assignment becomes the target (RECONCILING: the
   polling thread is woken to reconcile it), a fencing makes the member FENCED, a fatal code FATAL.
   Topic ids nobody named yet are looked up (``topic_names.py``).
@@ -70,6 +71,7 @@ class HeartbeatLoop:
         self._sent = cgh.SentFields()
         self._in_flight = False
         self._next_heartbeat = 0.0
+        self._not_before = 0.0  # after a failure: not even a join or an acknowledgment goes sooner
         self._failures = 0
         self._lookup_not_before = 0.0
         self._names_in_flight = False
@@ -157,7 +159,8 @@ class HeartbeatLoop:
             self._in_flight = True
             return (LEAVE_GROUP_MEMBER_EPOCH, self.subscription, NONE, False, True)
         now_please = state is MemberState.LEAVING or (
-            state in (MemberState.JOINING, MemberState.ACKNOWLEDGING) and not self._in_flight)
+            state in (MemberState.JOINING, MemberState.ACKNOWLEDGING) and not self._in_flight
+            and now >= self._not_before)
         if not now_please and (self._in_flight or now < self._next_heartbeat):
             return None
         heartbeat = (facts.epoch, self.subscription, facts.current, state is MemberState.JOINING,
@@ -219,6 +222,7 @@ class HeartbeatLoop:
                 verdict = attrs.evolve(verdict, kind=cgh.VerdictKind.RETRY)
             if verdict.kind is cgh.VerdictKind.OK:
                 self._failures = 0
+                self._not_before = 0.0
                 self._unreleased_since = None
                 if verdict.interval_ms > 0:
                     facts.heartbeat_interval_s = verdict.interval_ms / 1000
@@ -325,7 +329,7 @@ class HeartbeatLoop:
         settings = self._settings
         backoff = min(settings.retry_backoff_max_ms, settings.retry_backoff_ms * 2 ** min(self._failures, 20))
         self._failures += 1
-        self._next_heartbeat = now + backoff / 1000 * random.uniform(0.8, 1.2)
+        self._next_heartbeat = self._not_before = now + backoff / 1000 * random.uniform(0.8, 1.2)
 
     # -- topic names -------------------------------------------------------------------------------
 
