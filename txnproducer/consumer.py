@@ -231,7 +231,8 @@ class TransactionalConsumer:
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The consumer's group membership for ``TransactionalProducer.send_offsets_to_transaction``
         (KIP-447: the coordinator refuses offsets of a member the group has moved on from): group id,
-        generation and member id of the last completed rebalance, group instance id. After
+        generation and member id of the last completed rebalance - with ``group_protocol="consumer"``,
+        the member epoch (-1 while the member is not in the group) -, group instance id. After
         :meth:`assign` (no membership): generation -1 and no member id, as Java's. ConfigError
         without a ``group_id``."""
         self._check_open("group_metadata")
@@ -480,9 +481,10 @@ class TransactionalConsumer:
         """Close the consumer (idempotent), within ``timeout`` seconds (default
         ``default_api_timeout_ms``). A subscribed consumer first runs its listener's
         ``on_partitions_revoked`` for the partitions it owns, then a dynamic member leaves its group
-        (LeaveGroup: its partitions move on at once) and a static one (``group_instance_id``) stays
-        in it, so that its restart takes its partitions back without a rebalance; the coordinator
-        drops it after ``session_timeout_ms`` if it does not come back. ``leave_group`` (Java's
+        (its partitions move on at once) and a static one (``group_instance_id``) stays in it - under
+        the consumer protocol it leaves with epoch -2, which keeps its place -, so that its restart
+        takes its partitions back without a rebalance; the coordinator drops it after its session
+        timeout if it does not come back. ``leave_group`` (Java's
         ``CloseOptions``): True leaves in either case; False leaves nothing and runs no listener (as
         if the process had died). Raises the listener's exception, after closing."""
         if self._closed or self._closing:
