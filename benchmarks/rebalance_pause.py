@@ -97,15 +97,14 @@ class Commits:
                         owners.setdefault(p, name)
         return owners
 
-    def measure(self, change_at: float, settle_until: float,
+    def measure(self, change_at: float, settle_until: float, after_owners: dict[int, str],
                 kept_of: set[str] | None = None) -> dict[str, Any]:
+        """The change at ``change_at``, over the window up to ``settle_until``; ``after_owners``: each
+        partition's owner at the end (the processors' assignments: a partition a slow member took may
+        not have been committed by it yet)."""
         before = self.owners(before=change_at)
-        after_owners: dict[int, str] = {}
         with self.lock:
             events = [e for e in self.events if change_at - 1.0 <= e[0] <= settle_until]
-        for t, name, parts in events:  # the owner at the end of the window
-            if t > change_at:
-                after_owners.update(dict.fromkeys(parts, name))
         kept = {p for p in range(PARTITIONS)
                 if before.get(p) is not None and before.get(p) == after_owners.get(p)
                 and (kept_of is None or before[p] in kept_of)}
@@ -206,6 +205,14 @@ class Fleet:
             time.sleep(0.1)  # a measurement's pace: looking at commits, not synchronising with them
         raise RuntimeError(f"{self.variant}: the group did not settle on {sorted(members)}")
 
+    def owners_now(self) -> dict[int, str]:
+        """Each partition's owner now, by the processors' own assignments."""
+        return {tp.partition: name for name, proc in self.procs.items() if not proc.closed
+                for tp in proc.assignment()}
+
+    def measure(self, change_at: float, kept_of: set[str] | None = None) -> dict[str, Any]:
+        return self.commits.measure(change_at, time.monotonic(), self.owners_now(), kept_of)
+
     def running(self, members: set[str], window_s: float = 5.0, bound_s: float = 60.0) -> None:
         """Until each of ``members`` committed within ``window_s`` and every partition was committed since
         the fleet started (a slow member, behind on its input, need not advance all of its partitions in
@@ -247,18 +254,18 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         t = time.monotonic()
         fleet.start("p3")
         time.sleep(settle_s)
-        out["join"] = fleet.commits.measure(t, time.monotonic())
+        out["join"] = fleet.measure(t)
         fleet.settled({"p1", "p2", "p3"})
         t = time.monotonic()
         fleet.procs["p1"].stop(timeout=30, leave_group=True)
         time.sleep(settle_s)
-        out["leave"] = fleet.commits.measure(t, time.monotonic())
+        out["leave"] = fleet.measure(t)
         fleet.settled({"p2", "p3"})
         fleet.procs["p2"].simulate_crash("before_commit")
         fleet.threads["p2"].join(30)
         t = time.monotonic()
         time.sleep(kill_settle_s)
-        out["kill"] = fleet.commits.measure(t, time.monotonic())
+        out["kill"] = fleet.measure(t)
     finally:
         fleet.stop_all()
         feeder.stop()
@@ -273,11 +280,11 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         t = time.monotonic()
         slow.start("s3")
         time.sleep(settle_s + 3)
-        out["slow_join"] = slow.commits.measure(t, time.monotonic(), kept_of={"s2", "s3"})
+        out["slow_join"] = slow.measure(t, kept_of={"s2", "s3"})
         t = time.monotonic()
         slow.procs["s3"].stop(timeout=30, leave_group=True)
         time.sleep(settle_s + 3)
-        out["slow_leave"] = slow.commits.measure(t, time.monotonic(), kept_of={"s2"})
+        out["slow_leave"] = slow.measure(t, kept_of={"s2"})
     finally:
         slow.stop_all()
         feeder.stop()
