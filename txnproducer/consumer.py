@@ -22,15 +22,18 @@ call returns, raises a documented error, or gives up within its bound:
 =================================  ==============================================================
 
 Consumer groups: :meth:`~TransactionalConsumer.subscribe` makes the consumer a member of its
-``group_id`` through our own classic-protocol member (``_internal/group``, :class:`Membership` is
-what the consumer needs of it). ``poll()`` lets the member run first, on the polling thread: it
-heartbeats on its own thread, but a rebalance's hooks run here - the listener's
-``on_partitions_revoked`` *before* the member sends JoinGroup (so a loop can abort its open
-transaction before anyone else is given its partitions), ``on_partitions_lost`` when the member was
-dropped (nothing may be committed for them), ``on_partitions_assigned`` after the new assignment;
-a newly assigned partition starts at the group's committed offset (OffsetFetch with
-``require_stable``: never an offset an open transaction is about to move), else by
-``auto_offset_reset``. :meth:`~TransactionalConsumer.group_metadata` is what
+``group_id`` through our own member (``_internal/group``; :class:`Membership` is what the consumer
+needs of it) of the protocol ``group_protocol`` names: "classic" (JoinGroup/SyncGroup, eager) or
+"consumer" (KIP-848: the broker assigns, partitions move one at a time). ``poll()`` lets the member
+run first, on the polling thread: it heartbeats on its own thread, but a rebalance's hooks run here -
+the listener's ``on_partitions_revoked`` *before* the partitions can be given to anyone else (classic:
+every owned partition, before JoinGroup; consumer protocol: the ones taken away, before the
+acknowledging heartbeat), so a loop can end its open transaction first; ``on_partitions_lost`` when
+the member was dropped (nothing may be committed for them); ``on_partitions_assigned`` after the new
+assignment (classic: all of it; consumer protocol: the added partitions). A newly assigned partition
+starts at the group's committed offset (OffsetFetch with ``require_stable``: never an offset an open
+transaction is about to move), else by ``auto_offset_reset``; while it waits for that offset, the
+partitions the consumer already reads keep flowing. :meth:`~TransactionalConsumer.group_metadata` is what
 ``send_offsets_to_transaction`` needs for KIP-447 fencing. With :meth:`~TransactionalConsumer.assign`
 instead, partitions are the application's; with a ``group_id`` they still start at the group's
 committed offsets, else at the ``committed_offsets`` callable's.
@@ -53,8 +56,16 @@ from txnproducer._internal.fetch.fetcher import Fetcher
 from txnproducer._internal.fetch.offsets import OffsetLookups
 from txnproducer._internal.fetch.positions import Assignment, FetchState, PartitionState, committed_position
 from txnproducer._internal.fetch.records import BytesColumn, ConsumerRecord, PartitionBatch
-from txnproducer._internal.group import GroupMember, GroupSettings
-from txnproducer._internal.group.hooks import Membership, RebalanceListener
+from txnproducer._internal.fetch.starting_offsets import StartingOffsets
+from txnproducer._internal.group import (
+    ConsumerGroupMember,
+    ConsumerGroupSettings,
+    GroupMember,
+    GroupSettings,
+    SubscriptionPattern,
+)
+from txnproducer._internal.group.hooks import Membership, RebalanceHooks, RebalanceListener
+from txnproducer._internal.group.subscription import Subscription, check_listener, subscription_of
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer.consumer_config import ConsumerConfig
@@ -65,6 +76,7 @@ __all__ = [
     "Membership",
     "PartitionBatch",
     "RebalanceListener",
+    "SubscriptionPattern",
     "TransactionalConsumer",
 ]
 
@@ -97,17 +109,17 @@ class TransactionalConsumer:
         config = ConsumerConfig.from_arguments(config, settings)
         self._config = config
         self._committed_offsets = committed_offsets
-        # the group member: made by subscribe(), or for committed offsets of an assign()ed consumer
-        self._membership: Membership | None = None
-        self._subscription: frozenset[str] = frozenset()  # topics; non-empty: the member polls
+        # the group: its member is made by subscribe(), or for committed offsets of an assign()ed consumer
+        self._group = Subscription(_Partitions(self), lambda hooks: self._new_member(hooks),
+                                   incremental=config.group_protocol == "consumer")
         self._manual = False  # assign() was called: subscribe() is refused (as Java's)
-        self._listener: Any = None  # the RebalanceListener of subscribe()
         self._log = get_logger("txnproducer.consumer").bind(client_id=config.effective_client_id)
         self._net = NetworkClient(config)
         self._assignment = Assignment()
         committed = not read_uncommitted
         self._fetcher = Fetcher(config, self._net, self._assignment, read_committed=committed)
         self._offsets = OffsetLookups(config, self._net, self._assignment, read_committed=committed)
+        self._starting = StartingOffsets(self._assignment, config.auto_offset_reset, self._committed)
         self._default_s = config.default_api_timeout_ms / 1000
         self._closed = False
         self._closing = False
@@ -131,7 +143,7 @@ class TransactionalConsumer:
         ``group_id``), else by ``auto_offset_reset``; kept partitions keep their position.
         IllegalStateError after :meth:`subscribe` (the group assigns then)."""
         self._check_open("assign")
-        if self._subscription:
+        if self._group.topics is not None:
             raise errors.IllegalStateError(
                 "assign() called on a consumer that subscribe()d to topics: its group assigns the "
                 "partitions; use another consumer to read partitions of your own choosing"
@@ -142,15 +154,18 @@ class TransactionalConsumer:
         self._fetcher.discard(set(removed))
         self._want_metadata()
 
-    def subscribe(self, topics: str | Iterable[str], listener: RebalanceListener | None = None) -> None:
-        """Join the consumer group ``group_id`` and read the partitions it assigns of ``topics``
-        (names; a later call replaces the subscription and rejoins). The group is joined by the next
-        :meth:`poll`, which runs ``listener``'s callbacks on the polling thread (see
-        :class:`RebalanceListener`). Newly assigned partitions start at the group's committed
+    def subscribe(self, topics: str | Iterable[str] | SubscriptionPattern,
+                  listener: RebalanceListener | None = None) -> None:
+        """Join the consumer group ``group_id`` and read the partitions it assigns of ``topics`` -
+        names, or, with ``group_protocol="consumer"``, a :class:`SubscriptionPattern` (a RE2/J
+        regular expression the coordinator matches against every topic; the Java client's
+        ``subscribe(SubscriptionPattern)``). A later call replaces the subscription. The group is
+        joined by the next :meth:`poll`, which runs ``listener``'s callbacks on the polling thread
+        (see :class:`RebalanceListener`). Newly assigned partitions start at the group's committed
         offsets, else by ``auto_offset_reset``.
 
-        ConfigError without a ``group_id`` or for a bad topic list or listener; IllegalStateError
-        after :meth:`assign`."""
+        ConfigError without a ``group_id``, for a bad topic list or listener, or for a pattern under
+        the classic protocol; IllegalStateError after :meth:`assign`."""
         self._check_open("subscribe")
         if self._config.group_id is None:
             raise errors.ConfigError(
@@ -162,81 +177,62 @@ class TransactionalConsumer:
                 "subscribe() called on a consumer that assign()ed partitions: subscribing and "
                 "assigning are exclusive; assign([]) first, or use another consumer"
             )
-        names = [topics] if isinstance(topics, str) else list(topics)
-        if not names or not all(isinstance(t, str) and t for t in names):
-            raise errors.ConfigError(f"topics must be one or more topic names, got {topics!r}")
-        if listener is not None and not all(
-            callable(getattr(listener, m, None)) for m in ("on_partitions_revoked", "on_partitions_assigned")
-        ):
-            raise errors.ConfigError(
-                f"listener must have on_partitions_revoked(partitions) and on_partitions_assigned("
-                f"partitions) methods (and optionally on_partitions_lost), got {listener!r}"
-            )
-        member = self._group_member()
-        assert member is not None
-        member.subscribe(names)
-        self._listener = listener
-        self._subscription = frozenset(names)
-        for topic in names:
-            if self._net.partitions_for(topic) is None:
-                self._net.request_topic(topic)
+        subscription = subscription_of(topics)
+        check_listener(listener)
+        self._group.subscribe(subscription, listener)
+        if not isinstance(subscription, SubscriptionPattern):
+            for topic in subscription:
+                if self._net.partitions_for(topic) is None:
+                    self._net.request_topic(topic)
 
     def subscription(self) -> set[str]:
-        """The topics of :meth:`subscribe` (empty without one)."""
-        return set(self._subscription)
+        """The topics of :meth:`subscribe` (empty without one); for a :class:`SubscriptionPattern`, the
+        topics of the partitions it brought so far."""
+        topics = self._group.topics
+        if isinstance(topics, SubscriptionPattern):
+            return set(self._assignment.topics())
+        return set(topics or ())
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assignment.partitions())
 
-    # -- the group member's hooks (RebalanceHooks; polling thread, inside poll() or close()) -----------
+    # -- the group member's hooks (polling thread, inside poll() or close()) -----------------------------
 
     def on_assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Hook for the group member: make ``partitions`` the assignment (as the Java
-        ``assignFromSubscribed``: new ones start at the committed offsets, any other is dropped with its
-        buffered records) and run the listener's ``on_partitions_assigned``. Not for applications: use
-        :meth:`assign`."""
-        wanted = [self._tp(p) for p in partitions]
-        _added, removed = self._assignment.assign(wanted)
+        """Hook for the group member (``RebalanceHooks``): the new assignment. Not for applications:
+        use :meth:`assign`."""
+        self._group.on_assign(frozenset(self._tp(p) for p in partitions))
+
+    def on_revoke(self, partitions: Iterable[TopicPartition]) -> None:
+        """Hook for the group member: partitions taken away (the listener runs first)."""
+        self._group.on_revoke(frozenset(self._tp(p) for p in partitions))
+
+    def on_lost(self, partitions: Iterable[TopicPartition]) -> None:
+        """Hook for the group member: partitions lost (the member was dropped from its group)."""
+        self._group.on_lost(frozenset(self._tp(p) for p in partitions))
+
+    def _apply_assignment(self, partitions: frozenset[TopicPartition]) -> frozenset[TopicPartition]:
+        """For the group's hooks: ``partitions`` become the assignment (as the Java
+        ``assignFromSubscribed``: new ones start at the committed offsets, kept ones keep their
+        positions and buffered records, any other is dropped with its records); returns the added."""
+        added, removed = self._assignment.assign(list(partitions))
         if removed:
             self._fetcher.discard(set(removed))
         self._want_metadata()
-        if self._listener is not None:
-            self._listener.on_partitions_assigned(wanted)
+        return frozenset(added)
 
-    def on_revoke(self, partitions: Iterable[TopicPartition]) -> None:
-        """Hook for the group member: run the listener's ``on_partitions_revoked`` (while the
-        partitions' positions are still there, so the listener can end its transaction), then drop
-        them and their buffered records."""
-        revoked = [self._tp(p) for p in partitions if self._tp(p) in self._assignment]
-        try:
-            if self._listener is not None:
-                self._listener.on_partitions_revoked(revoked)
-        finally:
-            self._drop(revoked)
-
-    def on_lost(self, partitions: Iterable[TopicPartition]) -> None:
-        """Hook for the group member, which was dropped from its group: run the listener's
-        ``on_partitions_lost`` (else ``on_partitions_revoked``, as Java's default does), then drop the
-        partitions and their buffered records. Nothing may be committed for them: another member
-        may own them already."""
-        lost = [self._tp(p) for p in partitions if self._tp(p) in self._assignment]
-        try:
-            if self._listener is not None:
-                callback = getattr(self._listener, "on_partitions_lost", None)
-                (callback if callable(callback) else self._listener.on_partitions_revoked)(lost)
-        finally:
-            self._drop(lost)
-
-    def _drop(self, partitions: list[TopicPartition]) -> None:
-        self._assignment.remove(partitions)
-        self._fetcher.discard(set(partitions))
+    def _drop(self, partitions: Iterable[TopicPartition]) -> None:
+        dropped = list(partitions)
+        self._assignment.remove(dropped)
+        self._fetcher.discard(set(dropped))
 
     # -- the group ------------------------------------------------------------------------------------
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The consumer's group membership for ``TransactionalProducer.send_offsets_to_transaction``
         (KIP-447: the coordinator refuses offsets of a member the group has moved on from): group id,
-        generation and member id of the last completed rebalance, group instance id. After
+        generation and member id of the last completed rebalance - with ``group_protocol="consumer"``,
+        the member epoch (-1 while the member is not in the group) -, group instance id. After
         :meth:`assign` (no membership): generation -1 and no member id, as Java's. ConfigError
         without a ``group_id``."""
         self._check_open("group_metadata")
@@ -246,8 +242,9 @@ class TransactionalConsumer:
                 "group_metadata() needs a consumer group: set group_id (group.id); the offsets of a "
                 "transaction are committed to that group"
             )
-        if self._membership is not None:
-            return self._membership.group_metadata()
+        member = self._group.made
+        if member is not None:
+            return member.group_metadata()
         return ConsumerGroupMetadata(group_id, -1, "", self._config.group_instance_id)
 
     def committed(
@@ -280,26 +277,26 @@ class TransactionalConsumer:
 
     def _group_member(self) -> Membership | None:
         """The group member (made once, with ``group_id``): it joins only after subscribe()."""
-        if self._membership is None and self._config.group_id is not None:
-            self._membership = self._new_member()
-        return self._membership
+        return self._group.member if self._config.group_id is not None else None
 
-    def _new_member(self) -> Membership:
+    def _new_member(self, hooks: RebalanceHooks) -> Membership:
         config = self._config
         assert config.group_id is not None
-        settings = GroupSettings(
-            group_id=config.group_id,
-            group_instance_id=config.group_instance_id,
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
-            max_poll_interval_ms=config.max_poll_interval_ms,
-            assignors=config.partition_assignment_strategy,
-            retry_backoff_ms=max(1, config.retry_backoff_ms),
-            retry_backoff_max_ms=max(1, config.retry_backoff_max_ms),
-            request_timeout_ms=config.request_timeout_ms,
-            metadata_max_age_ms=max(1, config.metadata_max_age_ms),
-        )
-        return GroupMember(settings, self, connection=config)
+        backoff, backoff_max = max(1, config.retry_backoff_ms), max(1, config.retry_backoff_max_ms)
+        if config.group_protocol == "consumer":
+            return ConsumerGroupMember(ConsumerGroupSettings(
+                group_id=config.group_id, group_instance_id=config.group_instance_id,
+                rebalance_timeout_ms=config.max_poll_interval_ms,
+                remote_assignor=config.group_remote_assignor, rack_id=config.client_rack,
+                retry_backoff_ms=backoff, retry_backoff_max_ms=backoff_max,
+                request_timeout_ms=config.request_timeout_ms), hooks, connection=config)
+        return GroupMember(GroupSettings(
+            group_id=config.group_id, group_instance_id=config.group_instance_id,
+            session_timeout_ms=config.session_timeout_ms, heartbeat_interval_ms=config.heartbeat_interval_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms, assignors=config.partition_assignment_strategy,
+            metadata_max_age_ms=max(1, config.metadata_max_age_ms), retry_backoff_ms=backoff,
+            retry_backoff_max_ms=backoff_max, request_timeout_ms=config.request_timeout_ms),
+            hooks, connection=config)
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -350,7 +347,7 @@ class TransactionalConsumer:
             raise errors.ConfigError(f"max_records must be >= 1, got {max_records!r}")
         deadline = time.monotonic() + timeout
         net = self._net
-        membership = self._membership if self._subscription else None
+        membership = self._group.made if self._group.topics is not None else None
         deserializers = None if columns else self._deserializers  # columns stay bytes
         while True:
             if membership is not None:
@@ -385,25 +382,7 @@ class TransactionalConsumer:
         take metadata's leader epochs, and send the resets and validations that are due."""
         self._net.maintain()
         self._fetcher.update_leaders()
-        initializing = self._assignment.in_state(FetchState.INITIALIZING)
-        if initializing:
-            try:
-                committed = self._committed(
-                    [s.tp for s in initializing], max(0.0, deadline - time.monotonic())
-                )
-            except errors.TimeoutError:
-                # not known yet (no coordinator, a pending transaction's offsets, a slow answer): the
-                # partitions wait, unfetched, and the lookup goes on at the next poll
-                committed = None
-            if committed is None:
-                initializing = []
-                committed = {}
-            for state in initializing:
-                found = committed_position(committed.get(state.tp))
-                if found is not None:
-                    state.seek(found[0], found[1], validate=True)
-                else:
-                    self._reset_or_keep(state)
+        self._starting.initialize(deadline)
         self._offsets.send()
 
     def _committed(self, partitions: list[TopicPartition], timeout: float) -> Mapping[TopicPartition, Any]:
@@ -413,20 +392,6 @@ class TransactionalConsumer:
         if member is not None:
             return member.fetch_committed(partitions, timeout)
         return {}
-
-    def _reset_or_keep(self, state: PartitionState) -> None:
-        strategy = self._config.auto_offset_reset
-        if strategy == "none":
-            tp = state.tp
-            state.error = errors.OffsetOutOfRangeError(
-                f"{tp.topic}-{tp.partition} has no committed offset and auto_offset_reset is "
-                f"'none': seek() it "
-                "(or seek_to_beginning / seek_to_end) and poll again",
-                offsets={tp: -1},
-            )
-            state.state = FetchState.AWAIT_RESET
-            return
-        state.request_reset(strategy)
 
     def position(self, partition: TopicPartition | tuple[str, int], timeout: float | None = None) -> int:
         """The offset of the next record ``poll()`` returns for ``partition`` (finding it first if
@@ -495,12 +460,7 @@ class TransactionalConsumer:
         bound = self._default_s if timeout is None else timeout
         committed = self._committed([s.tp for s in states], bound)
         self._fetcher.discard({s.tp for s in states})
-        for state in states:
-            found = committed_position(committed.get(state.tp))
-            if found is not None:
-                state.seek(found[0], found[1], validate=True)
-            else:
-                self._reset_or_keep(state)
+        self._starting.place(states, committed)
 
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching ``partitions`` (their buffered records are dropped; positions stay)."""
@@ -521,9 +481,10 @@ class TransactionalConsumer:
         """Close the consumer (idempotent), within ``timeout`` seconds (default
         ``default_api_timeout_ms``). A subscribed consumer first runs its listener's
         ``on_partitions_revoked`` for the partitions it owns, then a dynamic member leaves its group
-        (LeaveGroup: its partitions move on at once) and a static one (``group_instance_id``) stays
-        in it, so that its restart takes its partitions back without a rebalance; the coordinator
-        drops it after ``session_timeout_ms`` if it does not come back. ``leave_group`` (Java's
+        (its partitions move on at once) and a static one (``group_instance_id``) stays in it - under
+        the consumer protocol it leaves with epoch -2, which keeps its place -, so that its restart
+        takes its partitions back without a rebalance; the coordinator drops it after its session
+        timeout if it does not come back. ``leave_group`` (Java's
         ``CloseOptions``): True leaves in either case; False leaves nothing and runs no listener (as
         if the process had died). Raises the listener's exception, after closing."""
         if self._closed or self._closing:
@@ -531,8 +492,9 @@ class TransactionalConsumer:
         self._closing = True  # the listener may still use the consumer while the member revokes
         bound = self._default_s if timeout is None else timeout
         try:
-            if self._membership is not None:
-                self._membership.close(bound, leave_group if self._subscription else False)
+            member = self._group.made
+            if member is not None:
+                member.close(bound, leave_group if self._group.topics is not None else False)
         finally:
             self._closed = True
             self._fetcher.discard()
@@ -596,3 +558,22 @@ class TransactionalConsumer:
             f"TransactionalConsumer(client_id={self._config.effective_client_id!r}, "
             f"partitions={len(self._assignment)}, closed={self._closed})"
         )
+
+
+class _Partitions:
+    """The consumer's partitions as the group's hooks change them (``PartitionsOwner``)."""
+
+    def __init__(self, consumer: TransactionalConsumer) -> None:
+        self._consumer = consumer
+
+    def apply_assignment(self, partitions: frozenset[TopicPartition]) -> frozenset[TopicPartition]:
+        return self._consumer._apply_assignment(partitions)
+
+    def owned(self) -> frozenset[TopicPartition]:
+        return frozenset(self._consumer._assignment.partitions())
+
+    def drop(self, partitions: frozenset[TopicPartition]) -> None:
+        self._consumer._drop(partitions)
+
+    def wakeup(self) -> None:
+        self._consumer._net.wakeup()

@@ -14,10 +14,14 @@ in the Java/confluent spelling (``fetch.max.wait.ms``)::
     ConsumerConfig(bootstrap_servers="b:9092", group_id="upper", auto_offset_reset="earliest")
     ConsumerConfig.from_mapping({"bootstrap.servers": "b:9092", "max.poll.records": "1000"})
 
-The group settings (``group_instance_id``, ``session_timeout_ms``, ``heartbeat_interval_ms``,
-``max_poll_interval_ms``, ``partition_assignment_strategy``) are the Java consumer's, with its
-defaults and its rules (a heartbeat interval below the session timeout); the consumer hands them to
-its group member (``_internal/group``) when it subscribes. librdkafka's spellings of the same
+The group settings (``group_protocol``, ``group_instance_id``, ``session_timeout_ms``,
+``heartbeat_interval_ms``, ``max_poll_interval_ms``, ``partition_assignment_strategy``,
+``group_remote_assignor``, ``client_rack``) are the Java consumer's, with its defaults and its rules (a
+heartbeat interval below the session timeout; under ``group_protocol="consumer"`` the settings the
+group coordinator owns - session timeout, heartbeat interval, client-side assignors - may not be set,
+and ``group_remote_assignor`` may not be set under "classic": a ConfigError naming them, as the Java
+client and librdkafka refuse them); the consumer hands them to its group member (``_internal/group``)
+when it subscribes. librdkafka's spellings of the same
 settings are accepted where they differ from Java's (``fetch.wait.max.ms``,
 ``fetch.message.max.bytes``).
 """
@@ -48,10 +52,14 @@ from txnproducer._internal.group.settings import (
 from txnproducer.config import SASL_MECHANISMS, ProducerConfig
 from txnproducer.errors import ConfigError
 
-__all__ = ["AUTO_OFFSET_RESET", "ConsumerConfig", "Deserializer"]
+__all__ = ["AUTO_OFFSET_RESET", "GROUP_PROTOCOLS", "ConsumerConfig", "Deserializer"]
 
 AUTO_OFFSET_RESET = ("earliest", "latest", "none")
+#: ``group_protocol``: the classic protocol (JoinGroup/SyncGroup, eager) or KIP-848's consumer protocol
+GROUP_PROTOCOLS = ("classic", "consumer")
 Deserializer = Callable[[bytes], Any]
+_SESSION_TIMEOUT_MS = 45_000
+_HEARTBEAT_INTERVAL_MS = 3_000
 
 
 def _producers(name: str) -> dict[str, Any]:
@@ -85,6 +93,19 @@ def _auto_commit(_inst: Any, _attr: attrs.Attribute[bool], value: bool) -> None:
         )
 
 
+def _group_protocol(value: Any) -> str:
+    lowered = value.lower() if isinstance(value, str) else value
+    if lowered not in GROUP_PROTOCOLS:
+        raise ConfigError(
+            f"group_protocol (group.protocol) must be 'classic' or 'consumer' (KIP-848), got {value!r}")
+    return str(lowered)
+
+
+def _non_empty(_inst: Any, attr: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f"{attr.name} must be None or a non-empty string, got {value!r}")
+
+
 def _reset(value: Any) -> str:
     lowered = value.lower() if isinstance(value, str) else value
     if lowered not in AUTO_OFFSET_RESET:
@@ -102,11 +123,14 @@ class ConsumerConfig:
     ``bootstrap_servers``                      ``localhost:9092``  brokers to learn the cluster from
     ``client_id``                              ``None``            name in broker logs (consumer-<group>)
     ``group_id``                               ``None``            the consumer group (committed offsets)
+    ``group_protocol``                         ``classic``         classic, or consumer (KIP-848)
     ``group_instance_id``                      ``None``            static membership (KIP-345)
-    ``session_timeout_ms``                     ``45000``           a silent member is dropped after it
-    ``heartbeat_interval_ms``                  ``3000``            below ``session_timeout_ms``
+    ``session_timeout_ms``                     ``45000``           a silent member is dropped (classic)
+    ``heartbeat_interval_ms``                  ``3000``            below the session timeout (classic)
     ``max_poll_interval_ms``                   ``300000``          longest gap between two ``poll()``
-    ``partition_assignment_strategy``          range, roundrobin   the assignors offered (eager)
+    ``partition_assignment_strategy``          range, roundrobin   the assignors offered (classic)
+    ``group_remote_assignor``                  ``None``            uniform or range (consumer)
+    ``client_rack``                            ``None``            this member's rack (consumer)
     ``isolation_level``                        ``read_committed``  only ``read_committed``
     ``enable_auto_commit``                     ``False``           only ``False``
     ``auto_offset_reset``                      ``latest``          earliest, latest or none (raise)
@@ -137,6 +161,31 @@ class ConsumerConfig:
             "member, whose membership the consumer takes part in)."
         ),
     )
+    group_protocol: str = attrs.field(
+        default="classic",
+        converter=_group_protocol,
+        metadata=doc(
+            "The consumer group protocol: 'classic' (JoinGroup/SyncGroup, the default, as in the Java "
+            "client and librdkafka) or 'consumer' (KIP-848, Kafka 4.0+: the broker assigns, partitions "
+            "move one at a time while the others keep flowing)."
+        ),
+    )
+    group_remote_assignor: str | None = attrs.field(
+        default=None,
+        validator=_non_empty,
+        metadata=doc(
+            "group_protocol='consumer' only: the server-side assignor to ask the coordinator for "
+            "('uniform' or 'range' in Kafka; None: the broker's default, uniform)."
+        ),
+    )
+    client_rack: str | None = attrs.field(
+        default=None,
+        validator=_non_empty,
+        metadata=doc(
+            "group_protocol='consumer': this member's rack, sent to the group coordinator for a "
+            "rack-aware assignor (None: no rack)."
+        ),
+    )
     group_instance_id: str | None = attrs.field(
         default=None,
         validator=check_group_instance_id,
@@ -148,24 +197,29 @@ class ConsumerConfig:
         ),
     )
     session_timeout_ms: int = attrs.field(
-        default=45_000,
+        default=_SESSION_TIMEOUT_MS,
         validator=int_range(1),
         metadata=doc(
-            "How long the group coordinator keeps a member that sends no heartbeat (a dead dynamic "
-            "member's partitions wait this long before they move)."
+            "group_protocol='classic' only: how long the group coordinator keeps a member that sends no "
+            "heartbeat (a dead dynamic member's partitions wait this long before they move); under "
+            "'consumer' the broker's group.consumer.session.timeout.ms decides."
         ),
     )
     heartbeat_interval_ms: int = attrs.field(
-        default=3_000,
+        default=_HEARTBEAT_INTERVAL_MS,
         validator=int_range(1),
-        metadata=doc("Time between heartbeats; must be lower than session_timeout_ms (a third is usual)."),
+        metadata=doc(
+            "group_protocol='classic' only: time between heartbeats, lower than session_timeout_ms (a "
+            "third is usual); under 'consumer' the coordinator gives it."
+        ),
     )
     max_poll_interval_ms: int = attrs.field(
         default=300_000,
         validator=int_range(1),
         metadata=doc(
             "Longest time between two poll() calls before the member leaves its group (its partitions "
-            "are then lost); also the rebalance timeout sent in JoinGroup."
+            "are then lost); also the rebalance timeout sent in JoinGroup (or ConsumerGroupHeartbeat): "
+            "how long the group waits for this member to give partitions up."
         ),
     )
     partition_assignment_strategy: tuple[str, ...] = attrs.field(
@@ -173,8 +227,9 @@ class ConsumerConfig:
         converter=assignor_names,
         validator=check_assignors,
         metadata=doc(
-            "The assignors this member offers, most preferred first: 'range', 'roundrobin' (eager); "
-            "a comma-separated string, Java's class names or kafka-python's assignor classes work too.",
+            "group_protocol='classic' only: the assignors this member offers, most preferred first: "
+            "'range', 'roundrobin' (eager); a comma-separated string, Java's class names or "
+            "kafka-python's assignor classes work too.",
             java_aliases=("assignors",),
         ),
     )
@@ -266,6 +321,7 @@ class ConsumerConfig:
     ssl_check_hostname: bool = attrs.field(**_producers("ssl_check_hostname"))
 
     def __attrs_post_init__(self) -> None:
+        self._check_group_protocol()
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigError(
                 f"retry_backoff_max_ms must be >= retry_backoff_ms ({self.retry_backoff_ms}), "
@@ -283,6 +339,33 @@ class ConsumerConfig:
             )
         check_sasl(self, SASL_MECHANISMS)
         check_security(self)
+
+    def _check_group_protocol(self) -> None:
+        """The Java client's ``checkGroupRemoteAssignor`` and KIP-848's unsupported settings: a
+        setting the chosen protocol does not have is refused, never ignored (changed from its default:
+        an attrs value object cannot tell a default given explicitly from none)."""
+        if self.group_protocol == "classic":
+            if self.group_remote_assignor is not None:
+                raise ConfigError(
+                    "group_remote_assignor (group.remote.assignor) cannot be set when group_protocol="
+                    "'classic': server-side assignors belong to the consumer protocol; set "
+                    "group_protocol='consumer', or choose partition_assignment_strategy instead")
+            return
+        classic_only = [
+            name for name, changed in (
+                ("partition_assignment_strategy", self.partition_assignment_strategy != ASSIGNOR_NAMES),
+                ("session_timeout_ms", self.session_timeout_ms != _SESSION_TIMEOUT_MS),
+                ("heartbeat_interval_ms", self.heartbeat_interval_ms != _HEARTBEAT_INTERVAL_MS),
+            ) if changed
+        ]
+        if classic_only:
+            java = ", ".join(f"{n} ({n.replace('_', '.')})" for n in classic_only)
+            raise ConfigError(
+                f"{java} cannot be set when group_protocol='consumer': under KIP-848 the group "
+                "coordinator decides the session timeout and heartbeat interval "
+                "(group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms on the broker) "
+                "and assigns the partitions itself (group_remote_assignor chooses its assignor); "
+                "remove them")
 
     # --- names, as ProducerConfig ---------------------------------------------------------------
 

@@ -41,9 +41,11 @@ __all__ = [
     "FatalError",
     "FencedInstanceIdError",
     "GroupAuthorizationError",
+    "GroupMaxSizeReachedError",
     "IllegalStateError",
     "InvalidProducerEpochError",
     "InvalidProducerIdMappingError",
+    "InvalidRegularExpressionError",
     "InvalidTransactionTimeoutError",
     "InvalidTxnStateError",
     "LogTruncationError",
@@ -66,6 +68,8 @@ __all__ = [
     "TransformOutputError",
     "TxnProducerError",
     "UnknownProducerIdError",
+    "UnreleasedInstanceIdError",
+    "UnsupportedAssignorError",
     "UnsupportedVersionError",
 ]
 
@@ -322,6 +326,39 @@ class FencedInstanceIdError(FatalError):
     error_code = ec.FENCED_INSTANCE_ID
 
 
+class GroupMaxSizeReachedError(FatalError):
+    """The consumer group already has as many members as the broker allows (GROUP_MAX_SIZE_REACHED:
+    ``group.consumer.max.size`` for the consumer protocol, ``group.max.size`` for the classic one).
+    Fatal for this member, as in the Java client: close it; run fewer members or raise the limit."""
+
+    error_code = ec.GROUP_MAX_SIZE_REACHED
+
+
+class UnreleasedInstanceIdError(FatalError):
+    """Another member of the consumer group (KIP-848 consumer protocol) still uses this
+    ``group_instance_id`` and has not left: a new member cannot take it (UNRELEASED_INSTANCE_ID). Two
+    running instances share one id, or the previous one is still shutting down. Fatal, as in the
+    Java client: close; give each instance its own id, or start the new one once the old one closed."""
+
+    error_code = ec.UNRELEASED_INSTANCE_ID
+
+
+class UnsupportedAssignorError(FatalError):
+    """The group coordinator does not have the server-side assignor ``group_remote_assignor`` names
+    (UNSUPPORTED_ASSIGNOR; Kafka ships ``uniform`` and ``range``, the broker's
+    ``group.consumer.assignors`` lists them). Fatal, as in the Java client: fix the setting."""
+
+    error_code = ec.UNSUPPORTED_ASSIGNOR
+
+
+class InvalidRegularExpressionError(FatalError):
+    """The group coordinator refused the subscription's regular expression (INVALID_REGULAR_EXPRESSION:
+    KIP-848 patterns are RE2/J, which has no lookaround and no backreferences). Fatal, as in the Java
+    client: subscribe with a pattern RE2/J accepts."""
+
+    error_code = ec.INVALID_REGULAR_EXPRESSION
+
+
 class AuthenticationError(FatalError):
     """A connection to a broker could not be authenticated: TLS (:class:`SslAuthenticationError`)
     or SASL (:class:`SaslAuthenticationError`). The message names the broker, the mechanism and
@@ -382,7 +419,9 @@ class InvalidTransactionTimeoutError(FatalError):
 
 
 class UnsupportedVersionError(FatalError):
-    """The broker does not support a request this producer needs (transactions need Kafka >= 0.11)."""
+    """The broker does not support a request this client needs (transactions need Kafka >= 0.11; the
+    consumer group protocol, ``group_protocol="consumer"``, Kafka >= 4.0); the message names the
+    request and what the broker offers."""
 
     error_code = ec.UNSUPPORTED_VERSION
 

@@ -74,6 +74,18 @@ CONSUMER: dict[str, Any] = {
     "reconnect_backoff_max_ms": 200,
     "fetch_max_wait_ms": 50,
 }
+# CHAOS_GROUP_PROTOCOL=consumer: the pipeline in a KIP-848 group; the coordinator paces it as the classic
+# settings above do (a heartbeat every 100 ms, a dead member dropped after 3 s)
+CONSUMER_PROTOCOL_GROUP = {"group.consumer.heartbeat.interval.ms": 100,
+                           "group.consumer.session.timeout.ms": 3000}
+
+
+def consumer_settings(group_protocol: str) -> dict[str, Any]:
+    """The pipeline's consumer settings for ``group_protocol`` ("classic" or "consumer")."""
+    if group_protocol == "classic":
+        return dict(CONSUMER)
+    kept = {k: v for k, v in CONSUMER.items() if k not in ("session_timeout_ms", "heartbeat_interval_ms")}
+    return {**kept, "group_protocol": group_protocol}
 
 
 def _env_int(name: str, default: int) -> int:
@@ -98,6 +110,7 @@ class ChaosSettings:
     calm_transactions: int = 5
     hold_s: tuple[float, float] = (0.05, 1.0)  # how long an episode's faults last
     gap_s: tuple[float, float] = (0.0, 0.2)  # the pause between episodes
+    group_protocol: str = "classic"  # the pipeline's group protocol
 
     @classmethod
     def from_env(cls) -> ChaosSettings:
@@ -105,7 +118,8 @@ class ChaosSettings:
         at least this long and until that many transactions ended), CHAOS_MAX_SECONDS (150: at most),
         CHAOS_TV (2), CHAOS_FAULTS (comma-separated kinds; default all but known-bug ones),
         CHAOS_PROCESSORS (pipeline instances; 1, see DEFAULT_PROCESSORS), CHAOS_SLACK_S (1.0),
-        CHAOS_STRICT (1: KNOWN_PROCESSOR_ERRORS count as unexpected)."""
+        CHAOS_STRICT (1: KNOWN_PROCESSOR_ERRORS count as unexpected), CHAOS_GROUP_PROTOCOL (classic, or
+        consumer: the pipeline in a KIP-848 group)."""
         seed = _env_int("CHAOS_SEED", random.SystemRandom().randrange(2**32))
         kinds = os.environ.get("CHAOS_FAULTS")
         return cls(
@@ -118,12 +132,14 @@ class ChaosSettings:
             kinds=tuple(k for k in kinds.split(",") if k) if kinds else DEFAULT_KINDS,
             slack_s=float(os.environ.get("CHAOS_SLACK_S", "1.0")),
             strict=os.environ.get("CHAOS_STRICT", "") not in ("", "0"),
+            group_protocol=os.environ.get("CHAOS_GROUP_PROTOCOL", "classic") or "classic",
         )
 
     def describe(self) -> str:
         return (f"CHAOS_SEED={self.seed} CHAOS_TRANSACTIONS={self.transactions} "
                 f"CHAOS_SECONDS={self.seconds:g} CHAOS_TV={self.transaction_version} "
                 f"CHAOS_PROCESSORS={self.processors} CHAOS_STRICT={int(self.strict)} "
+                f"CHAOS_GROUP_PROTOCOL={self.group_protocol} "
                 f"CHAOS_FAULTS={','.join(self.kinds)}")
 
 
@@ -186,7 +202,9 @@ def run_chaos(settings: ChaosSettings, story_dir: Path | None = None) -> ChaosRe
     builds kept out of full collections: ``heap_freezer.py``; the brokers, which the run stops and
     restarts, on ports no other test's broker can take meanwhile: ``ports.py``)."""
     tv = settings.transaction_version
-    with frozen_as_it_grows(), cluster_on_reserved_ports(num_brokers=3, transaction_version=tv) as cluster:
+    group_config = CONSUMER_PROTOCOL_GROUP if settings.group_protocol == "consumer" else None
+    with frozen_as_it_grows(), cluster_on_reserved_ports(num_brokers=3, transaction_version=tv,
+                                                         consumer_group_config=group_config) as cluster:
         return _Run(settings, cluster).run(story_dir)
 
 
@@ -209,7 +227,7 @@ class _Run:
                                        random.Random(rng.random()), self.control)
                         for i in range(settings.producers)]
         self.group = _eos_group(self.bootstrap, self.ledger, random.Random(rng.random()), settings.processors,
-                                () if settings.strict else KNOWN_PROCESSOR_ERRORS)
+                                () if settings.strict else KNOWN_PROCESSOR_ERRORS, settings.group_protocol)
         self.eos_ids = [f"{GROUP}-{name}" for name in self.group.names]
         self.scheduler = FaultScheduler(cluster, random.Random(rng.random()), self.workers,
                                         [w.transactional_id for w in self.workers] + self.eos_ids, GROUP,
@@ -279,8 +297,9 @@ class _Run:
 
 
 def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: int,
-               known: tuple[type[BaseException], ...]) -> EosGroup:
-    threads = ProcessorThreads(bootstrap, IN, EOS_OUT, GROUP, CONSUMER, dict(PRODUCER_SETTINGS), READ_WAIT_S)
+               known: tuple[type[BaseException], ...], group_protocol: str = "classic") -> EosGroup:
+    threads = ProcessorThreads(bootstrap, IN, EOS_OUT, GROUP, consumer_settings(group_protocol),
+                               dict(PRODUCER_SETTINGS), READ_WAIT_S)
     lock = threading.Lock()
 
     def overrides() -> dict[str, Any]:

@@ -69,7 +69,8 @@ TV1_ONLY = ("AddPartitionsToTxn", "AddOffsetsToTxn")
 # the ones the pipeline's consumers use ("group_drop_connection", "group_delay").
 PRODUCER_APIS = ("Produce", "FindCoordinator", "InitProducerId", "EndTxn", "TxnOffsetCommit", "Metadata",
                  "AddPartitionsToTxn", "AddOffsetsToTxn")
-GROUP_APIS = ("Fetch", "Heartbeat", "JoinGroup", "SyncGroup", "OffsetFetch", "ListOffsets")
+GROUP_APIS = ("Fetch", "Heartbeat", "JoinGroup", "SyncGroup", "OffsetFetch", "ListOffsets",
+              "ConsumerGroupHeartbeat")
 
 FAULT_KINDS = (
     "stop_broker", "move_coordinator", "drop_connection", "drop_all_connections", "delay", "black_hole",

@@ -11,10 +11,14 @@ restarts and rebalances. The design follows franz-go's ``GroupTransactSession``:
   records, when it is ``max_txn_time_ms`` old, or when a poll finds no more input (so output
   latency stays low when input is sparse);
 * rebalances happen inside the loop's own ``poll`` (our group member runs its hooks on the polling
-  thread): when the group takes partitions away (revoked, or lost because the member was dropped)
-  the open transaction is aborted *before* the member sends JoinGroup, so the new owner never races
-  our commit; newly assigned partitions start at the group's committed offsets (read only when no
-  open transaction is about to change them, KIP-447);
+  thread), before the partitions taken away can reach another member: with the classic protocol
+  (eager: every partition is revoked) the open transaction is aborted before the member sends
+  JoinGroup; with the consumer protocol (KIP-848: only the partitions that move are revoked, and
+  only once this member acknowledges) a transaction that read from them is committed first - or
+  aborted, ``commit_on_revocation=False`` - and one that did not goes on, the partitions kept never
+  stopping; lost partitions (the member was dropped) always abort it. The new owner never races our
+  commit: newly assigned partitions start at the group's committed offsets, read only when no open
+  transaction is about to change them (KIP-447);
 * an :class:`~txnproducer.errors.AbortableError` (for example ``CommitFailedError`` when the
   group's generation moved on) aborts, rewinds the consumer to the last committed offsets and
   continues; a :class:`~txnproducer.errors.FatalError` (fenced by a newer instance with the same
@@ -43,12 +47,13 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer.config import ProducerConfig
-from txnproducer.consumer import TransactionalConsumer
+from txnproducer.consumer import SubscriptionPattern, TransactionalConsumer
 from txnproducer.consumer_config import ConsumerConfig
 from txnproducer.eos.failures import BAD_OUTPUT, NEEDS_AN_OPERATOR, STOPS_THE_LOOP, Crashed, UserCodeError
 from txnproducer.eos.output_record import BatchTransform, ColumnTransform, Transform
 from txnproducer.eos.positions import InputPositions, caught_up
 from txnproducer.eos.progress import METRIC_NAMES, TxnProgress
+from txnproducer.eos.rebalance import AssignCallback, Rebalances
 from txnproducer.eos.settings import processor_settings
 from txnproducer.eos.transform import processor_tracing, send_poll_outputs, transform_poll
 from txnproducer.otel import set_abort_reason
@@ -59,26 +64,7 @@ __all__ = ["CrashPoint", "TransactionalProcessor"]
 #: ``on_commit(offsets)``: called after each committed transaction with the offsets it committed
 #: (the next offsets to read), on the loop's thread.
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata]], None]
-#: ``on_assigned(partitions)``: called with the partitions the loop owns after each rebalance.
-AssignCallback = Callable[[set[TopicPartition]], None]
 CrashPoint = Literal["after_send", "before_commit"]
-
-
-class _Listener:
-    """The consumer's rebalance listener: forwards its callbacks (on the loop's own thread, inside
-    ``poll``) to the processor."""
-
-    def __init__(self, processor: TransactionalProcessor) -> None:
-        self._processor = processor
-
-    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        self._processor._on_partitions_taken(set(revoked), lost=False)
-
-    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
-        self._processor._on_partitions_taken(set(lost), lost=True)
-
-    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        self._processor._on_partitions_assigned(set(assigned))
 
 
 def _default_producer_factory(config: ProducerConfig, **telemetry: Any) -> Any:
@@ -114,6 +100,12 @@ class TransactionalProcessor:
     input offsets it committed; ``on_assigned(partitions)`` after every rebalance with the new
     assignment (on the loop's thread, inside its poll; an exception from it is logged).
 
+    ``consumer_config={"group_protocol": "consumer"}`` takes part in a KIP-848 consumer group
+    (``input_topics`` may then be a :class:`~txnproducer.SubscriptionPattern`). ``commit_on_revocation``
+    (consumer protocol only): when partitions the open transaction read from are taken away, commit
+    it before they are released (True, the default: the kept partitions lose nothing and the new
+    owner starts where it ended) or abort it (False: the kept partitions it read are processed again).
+
     Threads: :meth:`run` runs the loop on the calling thread; :meth:`stop` may be called from any
     thread. The consumer and producer are created by the first :meth:`run` (or :meth:`start`);
     ``consumer_factory(config)`` (a :class:`~txnproducer.ConsumerConfig`) / ``producer_factory(config)``
@@ -125,7 +117,7 @@ class TransactionalProcessor:
 
     def __init__(
         self,
-        input_topics: str | Sequence[str],
+        input_topics: str | Sequence[str] | SubscriptionPattern,
         *,
         consumer_config: Mapping[str, Any],
         producer_config: ProducerConfig | Mapping[str, Any],
@@ -140,6 +132,7 @@ class TransactionalProcessor:
         poll_timeout_ms: int = 100,
         operation_timeout_ms: int = 30000,
         close_timeout_ms: int = 10000,
+        commit_on_revocation: bool = True,
         on_commit: CommitCallback | None = None,
         on_assigned: AssignCallback | None = None,
         consumer_factory: Callable[[ConsumerConfig], Any] | None = None,
@@ -148,6 +141,9 @@ class TransactionalProcessor:
     ) -> None:
         if sum(t is not None for t in (transform, transform_batch, transform_columns)) != 1:
             raise errors.ConfigError("give exactly one of transform=, transform_batch= or transform_columns=")
+        if not isinstance(commit_on_revocation, bool):
+            raise errors.ConfigError(
+                f"commit_on_revocation must be True or False, got {commit_on_revocation!r}")
         settings = processor_settings(
             input_topics, consumer_config, producer_config, instance_name=instance_name,
             transactional_id=transactional_id, group_instance_id=group_instance_id,
@@ -167,8 +163,6 @@ class TransactionalProcessor:
         self._op_s = operation_timeout_ms / 1000
         self._close_s = close_timeout_ms / 1000
         self._on_commit = on_commit
-        self._on_assigned = on_assigned
-        self._assigned: frozenset[TopicPartition] = frozenset()
         self._consumer_factory: Callable[[ConsumerConfig], Any] = consumer_factory or TransactionalConsumer
         self._producer_factory: Callable[[ProducerConfig], Any] = producer_factory or functools.partial(
             _default_producer_factory, tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -180,6 +174,12 @@ class TransactionalProcessor:
         self._producer: Any = None
         self._progress = TxnProgress()
         self._positions = InputPositions()
+        self._rebalances = Rebalances(
+            progress=self._progress, positions=self._positions,
+            clients=lambda: (self._producer, self._consumer), commit=self._commit, count=self._count,
+            closed=lambda: self._closed, log=self._log,
+            incremental=settings.consumer.group_protocol == "consumer",
+            commit_on_revocation=commit_on_revocation, on_assigned=on_assigned, op_timeout_s=self._op_s)
         self._lock = threading.Lock()
         self._metrics = dict.fromkeys(METRIC_NAMES, 0)
         self._stop_requested = threading.Event()
@@ -226,7 +226,7 @@ class TransactionalProcessor:
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The input partitions this instance owns now (empty before the first rebalance)."""
-        return self._assigned
+        return self._rebalances.assigned
 
     def metrics(self) -> dict[str, int]:
         """Counters since the processor was created (docs/guide/pipelines.md lists them):
@@ -262,7 +262,7 @@ class TransactionalProcessor:
             self._producer = producer
         if self._consumer is None:
             consumer = self._consumer_factory(self._consumer_config)
-            consumer.subscribe(self._topics, listener=_Listener(self))
+            consumer.subscribe(self._topics, listener=self._rebalances)
             self._consumer = consumer
 
     def run(self, stop_event: threading.Event | None = None, max_transactions: int | None = None,
@@ -548,36 +548,3 @@ class TransactionalProcessor:
         for tp, offset in targets.items():
             found = committed.get(tp)
             self._consumer.seek(tp, found if found is not None else offset)
-
-    def _on_partitions_taken(self, partitions: set[TopicPartition], lost: bool) -> None:
-        """The consumer's revocation (or loss) callback, on the loop's thread inside its poll, before
-        the member rejoins: abort the open transaction while the partitions are still ours; a
-        partition of the transaction the group leaves with us goes back to where it started."""
-        self._assigned = self._assigned - partitions
-        self._positions.forget(partitions)
-        if not self._progress.open or self._closed:
-            return
-        start = dict(self._progress.start)
-        self._progress.reset()
-        self._log.info("eos.aborting", reason="lost" if lost else "revoked", partitions=len(partitions))
-        set_abort_reason(self._producer, "lost" if lost else "revoked")
-        try:
-            self._producer.abort_transaction(timeout=self._op_s)
-        except errors.TimeoutError as exc:
-            raise errors.FatalError(f"abort on revocation did not complete within operation_timeout_ms: "
-                                    f"{exc}") from exc
-        self._count(transactions_aborted=1, aborts_on_revocation=1)
-        for tp, offset in start.items():
-            if tp not in partitions and tp in self._assigned:
-                self._consumer.seek(tp, offset)
-
-    def _on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self._assigned = frozenset(partitions)
-        self._count(rebalances=1)
-        self._log.info("eos.assigned", partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in partitions))
-        if self._on_assigned is not None:
-            try:
-                self._on_assigned(set(partitions))
-            except Exception as exc:  # a user callback must not break a rebalance half-way
-                self._log.warning("eos.on_assigned_failed", error=repr(exc))
-

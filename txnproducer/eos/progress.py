@@ -24,6 +24,7 @@ METRIC_NAMES = (
     "transactions_aborted",
     "aborts_on_revocation",
     "aborts_on_error",
+    "commits_on_revocation",
     "records_polled",
     "records_in",
     "records_out",

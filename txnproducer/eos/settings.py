@@ -26,6 +26,7 @@ import attrs
 
 from txnproducer._internal.log import get_logger
 from txnproducer.config import ProducerConfig
+from txnproducer.consumer import SubscriptionPattern
 from txnproducer.consumer_config import ConsumerConfig
 from txnproducer.errors import ConfigError
 
@@ -179,22 +180,29 @@ def producer_settings(
 class ProcessorSettings:
     """A processor's settings, checked: its topics, the consumer's and the producer's config."""
 
-    topics: list[str]
+    topics: list[str] | SubscriptionPattern
     consumer: ConsumerConfig
     producer: ProducerConfig
 
 
-def processor_settings(input_topics: str | Sequence[str], consumer_config: Mapping[str, Any],
+def processor_settings(input_topics: str | Sequence[str] | SubscriptionPattern,
+                       consumer_config: Mapping[str, Any],
                        producer_config: ProducerConfig | Mapping[str, Any], *, instance_name: str | None,
-                       transactional_id: str | None, group_instance_id: str | bool | None,
+                       transactional_id: str | None,
+                       group_instance_id: str | bool | None,
                        **limits: int) -> ProcessorSettings:
     """``TransactionalProcessor``'s arguments checked (ConfigError naming the one that is wrong) and
     turned into the consumer's and the producer's configs. ``limits``: its int settings by name
     (``max_records_per_txn``, ``poll_timeout_ms``, ...; ``poll_timeout_ms`` and
     ``close_timeout_ms`` may be 0)."""
-    topics = [input_topics] if isinstance(input_topics, str) else list(input_topics)
-    if not topics or not all(isinstance(t, str) and t for t in topics):
-        raise ConfigError(f"input_topics must be a topic name or names, got {input_topics!r}")
+    topics: list[str] | SubscriptionPattern
+    if isinstance(input_topics, SubscriptionPattern):
+        topics = input_topics
+    else:
+        topics = [input_topics] if isinstance(input_topics, str) else list(input_topics)
+        if not topics or not all(isinstance(t, str) and t for t in topics):
+            raise ConfigError(f"input_topics must be a topic name or names (or a SubscriptionPattern), "
+                              f"got {input_topics!r}")
     for name, value in limits.items():
         low = 0 if name in ("poll_timeout_ms", "close_timeout_ms") else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:

@@ -1,14 +1,18 @@
-"""Consumer group membership: the classic group protocol (JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetFetch) spoken by our own member, for a consumer whose fetching is its own.
+"""Consumer group membership, both group protocols spoken by our own members, for a consumer whose
+fetching is its own.
 
-What the room holds: :class:`~.member.GroupMember` (the interface a consumer uses: subscribe, poll,
-group metadata for KIP-447 fencing, committed offsets, close) and what it is made of - the shared
-membership state (``state``), the member's IO thread (``io_thread``), the coordinator link
-(``coordinator``), one module per Kafka request (``find_coordinator``, ``join_group``,
-``sync_group``, ``heartbeat``, ``leave_group``, ``offset_fetch``, ``topic_metadata``), the rebalance
+What the room holds: two members behind one interface (``hooks.Membership``: subscribe, poll, group
+metadata for KIP-447 fencing, committed offsets, close) - the classic protocol's
+:class:`~.member.GroupMember` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; eager, the leader
+assigns) here, the consumer protocol's ``ConsumerGroupMember`` (KIP-848: ConsumerGroupHeartbeat, the
+broker assigns, partitions move one at a time) in ``kip848/`` - and what they share: the coordinator
+link (``coordinator``, ``find_coordinator``), the member's IO thread (``io_thread``), the polling
+thread's waits (``waits``), the committed offsets (``committed``, ``offset_fetch``), the hooks the
+owner implements and the subscription pattern (``hooks``), the typed errors (``failures``). The
+classic member is made of the shared membership state (``state``), one module per Kafka request
+(``join_group``, ``sync_group``, ``heartbeat``, ``leave_group``, ``topic_metadata``), the rebalance
 round (``rebalance``), the heartbeat step (``heartbeat_loop``), the assignors (``assignors``), the
-settings (``settings``), the hooks the owner implements (``hooks``), the version table
-(``versions``) and the typed errors (``failures``).
+settings (``settings``) and the version table (``versions``).
 
 What it may import: ``txnproducer.errors``, ``txnproducer.config``, ``_internal.protocol`` (the
 consumer protocol's payloads, error codes), ``_internal.network`` (connections, TLS, SASL) and
@@ -16,7 +20,8 @@ consumer protocol's payloads, error codes), ``_internal.network`` (connections, 
 member knows nothing of transactions; its owner does, through the hooks.
 """
 
-from .hooks import RebalanceHooks
+from .hooks import RebalanceHooks, SubscriptionPattern
+from .kip848 import ConsumerGroupMember, ConsumerGroupSettings
 from .member import DEFAULT_CLOSE_TIMEOUT_S, GroupMember
 from .offset_fetch import CommittedOffset
 from .settings import ASSIGNOR_NAMES, GroupSettings, connection_config
@@ -25,8 +30,11 @@ __all__ = [
     "ASSIGNOR_NAMES",
     "DEFAULT_CLOSE_TIMEOUT_S",
     "CommittedOffset",
+    "ConsumerGroupMember",
+    "ConsumerGroupSettings",
     "GroupMember",
     "GroupSettings",
     "RebalanceHooks",
+    "SubscriptionPattern",
     "connection_config",
 ]

@@ -1,4 +1,4 @@
-"""The member's link to its group coordinator: finding it, sending to it, forgetting it, leaving it.
+"""The member's link to its group coordinator: finding it, sending to it, forgetting it.
 
 Why apart: every group request goes to the coordinator, and they share the Java client's rules for
 it (``AbstractCoordinator``): look it up with FindCoordinator (``find_coordinator.py``) on the
@@ -7,8 +7,11 @@ COORDINATOR_NOT_AVAILABLE, forget it *and drop the connection* (``markCoordinato
 nothing stays parked on a broker that is no longer the coordinator (a JoinGroup it holds would
 otherwise wait out its rebalance timeout); the next request looks it up again.
 
-Thread rule: the IO thread only, except :meth:`CoordinatorLink.lookup_progress` (any thread, with
-the state lock).
+Both protocols' members use it (the classic one's LeaveGroup is ``leave_group.py``'s, the consumer
+protocol's heartbeats ``kip848/``): it knows only the shared facts (``state.CoordinatedState``).
+
+Thread rule: the IO thread only; ``lookup_in_flight`` and ``lookups_finished`` may be read from any
+thread with the state lock.
 """
 
 from __future__ import annotations
@@ -23,11 +26,9 @@ from txnproducer import errors
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol import error_codes as ec
 
-from . import find_coordinator, leave_group
-from .heartbeat import HeartbeatTimer
+from . import find_coordinator
 from .io_thread import GroupIo
-from .settings import GroupSettings
-from .state import Coordinator, GroupState, MemberState
+from .state import CoordinatedState, Coordinator
 
 __all__ = ["CoordinatorLink"]
 
@@ -35,13 +36,13 @@ __all__ = ["CoordinatorLink"]
 class CoordinatorLink:
     """See the module docstring."""
 
-    def __init__(self, io: GroupIo, state: GroupState, settings: GroupSettings,
-                 timer: HeartbeatTimer) -> None:
+    def __init__(self, io: GroupIo, state: CoordinatedState, group_id: str,
+                 on_found: Callable[[float], None] | None = None) -> None:
         self._io = io
         self._state = state
-        self._settings = settings
-        self._timer = timer
-        self._log = get_logger("txnproducer.group").bind(group_id=settings.group_id)
+        self.group_id = group_id
+        self._on_found = on_found  # called with the state lock held when a coordinator is found
+        self._log = get_logger("txnproducer.group").bind(group_id=group_id)
         # read and written with state.cond held
         self.lookup_in_flight = False
         self.lookups_finished = 0
@@ -66,7 +67,7 @@ class CoordinatorLink:
                 return
             self._lookup_finished(None, "no broker of the cluster is reachable now")
             return
-        group_id = self._settings.group_id
+        group_id = self.group_id
         self._io.send(node, lambda max_version: find_coordinator.build_request(group_id, max_version),
                       self._on_lookup_answer, self._on_lookup_failure)
 
@@ -81,7 +82,7 @@ class CoordinatorLink:
                 self.lookup()
 
     def _on_lookup_answer(self, response: Any) -> None:
-        outcome = find_coordinator.read_response(self._settings.group_id, response)
+        outcome = find_coordinator.read_response(self.group_id, response)
         if outcome.fatal is not None:
             with self._state.cond:
                 self._state.fail(outcome.fatal)
@@ -108,7 +109,8 @@ class CoordinatorLink:
             self.last_lookup_error = error
             if coordinator is not None and not state.closed:
                 state.coordinator = coordinator
-                self._timer.reset_session_timeout(time.monotonic())
+                if self._on_found is not None:
+                    self._on_found(time.monotonic())
             state.changed()
         if coordinator is not None:
             self._log.info("group.coordinator_found", node=coordinator.node_id, host=coordinator.host,
@@ -125,7 +127,7 @@ class CoordinatorLink:
             coordinator = self._state.coordinator
         if coordinator is None:
             on_failure(errors.BrokerError(
-                f"the coordinator of group {self._settings.group_id!r} is not known",
+                f"the coordinator of group {self.group_id!r} is not known",
                 error_code=ec.COORDINATOR_NOT_AVAILABLE))
             return
 
@@ -146,40 +148,4 @@ class CoordinatorLink:
         if old is not None:
             self._log.info("group.coordinator_unknown", node=old.node_id, reason=reason)
             self._io.network.abandon(old.node_id, f"no longer the coordinator of group "
-                                                  f"{self._settings.group_id!r}: {reason}")
-
-    # -- LeaveGroup ----------------------------------------------------------------------------------
-
-    def maybe_leave_group(self, reason: str, *, static_too: bool = False,
-                          done: Callable[[], None] | None = None) -> None:
-        """Java's ``maybeLeaveGroup``: a LeaveGroup if this member is dynamic (or ``static_too``), in
-        a generation and knows its coordinator; then, whatever the answer, it forgets its
-        generation and must rejoin. ``done()`` is called when the answer came, the request failed,
-        or nothing was sent."""
-        state = self._state
-        settings = self._settings
-        with state.cond:
-            generation = state.generation
-            send = ((settings.group_instance_id is None or static_too) and state.coordinator is not None
-                    and state.state is not MemberState.UNJOINED and generation.has_member_id)
-            state.reset_state_and_rejoin("consumer pro-actively leaving the group", reset_member_id=True)
-        if not send:
-            if done is not None:
-                done()
-            return
-        self._log.info("group.leaving", member_id=generation.member_id, reason=reason)
-
-        def answered(response: Any) -> None:
-            problems = leave_group.response_errors(response)
-            if problems:
-                self._log.warning("group.leave_failed", member_id=generation.member_id, errors=problems)
-            if done is not None:
-                done()
-
-        def failed(exc: BaseException) -> None:
-            self._log.warning("group.leave_failed", member_id=generation.member_id, error=repr(exc))
-            if done is not None:
-                done()
-
-        self.send(lambda max_version: leave_group.build_request(settings, generation, reason, max_version),
-                  answered, failed)
+                                                  f"{self.group_id!r}: {reason}")

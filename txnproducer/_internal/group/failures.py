@@ -7,6 +7,7 @@ in the same few errors; written once, the message is the same whichever request 
 from __future__ import annotations
 
 import enum
+from typing import Protocol
 
 import attrs
 
@@ -15,11 +16,21 @@ from txnproducer._internal.protocol import error_codes as ec
 
 from .settings import GroupSettings
 
-__all__ = ["Retry", "RoundFailure", "fatal_join_error", "fenced_instance_error", "group_authorization_error",
-           "unexpected_error"]
+__all__ = ["MemberIdentity", "Retry", "RoundFailure", "fatal_join_error", "fenced_instance_error",
+           "group_authorization_error", "unexpected_error"]
 
 
-def fenced_instance_error(settings: GroupSettings, api: str) -> errors.FencedInstanceIdError:
+class MemberIdentity(Protocol):
+    """Who a member is in its group (either protocol's settings)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+def fenced_instance_error(settings: MemberIdentity, api: str) -> errors.FencedInstanceIdError:
     return errors.FencedInstanceIdError(
         f"another member of group {settings.group_id!r} joined with group_instance_id "
         f"{settings.group_instance_id!r} and took this member's place (FENCED_INSTANCE_ID on {api}): "

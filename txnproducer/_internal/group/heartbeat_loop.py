@@ -17,7 +17,7 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
-from . import heartbeat
+from . import heartbeat, leave_group
 from .coordinator import CoordinatorLink
 from .heartbeat import HeartbeatTimer, HeartbeatVerdict
 from .io_thread import GroupIo
@@ -85,7 +85,8 @@ class HeartbeatLoop:
                 "group.poll_interval_exceeded", max_poll_interval_ms=self._settings.max_poll_interval_ms,
                 hint="the time between two poll() calls was longer than max_poll_interval_ms: the member "
                      "leaves the group; raise max_poll_interval_ms or poll fewer records at a time")
-            self._link.maybe_leave_group("consumer poll timeout has expired.")
+            leave_group.maybe_leave_group(self._link, self._state, self._settings,
+                                          "consumer poll timeout has expired.")
         elif action == "heartbeat":
             self._send(sent)
         return min(wait, self._rebalancer.check_metadata(now))

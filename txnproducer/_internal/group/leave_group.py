@@ -17,13 +17,17 @@ from typing import Any
 
 from kafka.protocol.consumer.group import LeaveGroupRequest
 
+from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol import error_codes as ec
 
+from .coordinator import CoordinatorLink
 from .settings import GroupSettings
-from .state import Generation
+from .state import Generation, GroupState, MemberState
 from .versions import choose_version
 
-__all__ = ["build_request", "response_errors"]
+__all__ = ["build_request", "maybe_leave_group", "response_errors"]
+
+_log = get_logger("txnproducer.group")
 
 
 def build_request(settings: GroupSettings, generation: Generation, reason: str,
@@ -42,3 +46,36 @@ def response_errors(response: Any) -> list[str]:
     codes = [int(response.error_code)]
     codes.extend(int(m.error_code) for m in getattr(response, "members", None) or ())
     return [ec.error_name(code) for code in codes if code != ec.NONE]
+
+
+def maybe_leave_group(link: CoordinatorLink, state: GroupState, settings: GroupSettings, reason: str, *,
+                      static_too: bool = False, done: Callable[[], None] | None = None) -> None:
+    """Java's ``maybeLeaveGroup`` (IO thread): a LeaveGroup if this member is dynamic (or
+    ``static_too``), in a generation and knows its coordinator; then, whatever the answer, it forgets
+    its generation and must rejoin. ``done()`` is called when the answer came, the request failed, or
+    nothing was sent."""
+    with state.cond:
+        generation = state.generation
+        send = ((settings.group_instance_id is None or static_too) and state.coordinator is not None
+                and state.state is not MemberState.UNJOINED and generation.has_member_id)
+        state.reset_state_and_rejoin("consumer pro-actively leaving the group", reset_member_id=True)
+    if not send:
+        if done is not None:
+            done()
+        return
+    log = _log.bind(group_id=settings.group_id)
+    log.info("group.leaving", member_id=generation.member_id, reason=reason)
+
+    def answered(response: Any) -> None:
+        problems = response_errors(response)
+        if problems:
+            log.warning("group.leave_failed", member_id=generation.member_id, errors=problems)
+        if done is not None:
+            done()
+
+    def failed(exc: BaseException) -> None:
+        log.warning("group.leave_failed", member_id=generation.member_id, error=repr(exc))
+        if done is not None:
+            done()
+
+    link.send(lambda max_version: build_request(settings, generation, reason, max_version), answered, failed)

@@ -22,7 +22,6 @@ KIP-848 consumer protocol); topics are subscribed by name (no pattern); no rack-
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable
 
@@ -35,17 +34,19 @@ from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer._internal.protocol.consumer_protocol import decode_assignment, encode_subscription
 
-from . import offset_fetch
+from .committed import CommittedOffsets
 from .coordinator import CoordinatorLink
 from .failures import Retry
 from .heartbeat import HeartbeatTimer
 from .heartbeat_loop import HeartbeatLoop
-from .hooks import RebalanceHooks
+from .hooks import RebalanceHooks, SubscriptionPattern
 from .io_thread import GroupIo
-from .offset_fetch import CommittedOffset, FetchOutcome
+from .leave_group import maybe_leave_group
+from .offset_fetch import CommittedOffset
 from .rebalance import JoinRound, Rebalancer
 from .settings import GroupSettings
 from .state import Generation, GroupState, MemberState
+from .waits import MemberWaits
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT_S", "GroupMember"]
 
@@ -60,12 +61,10 @@ _KAFKA_STATE = {
 }
 
 
-class _Pending:
-    """An answer the polling thread waits for (written on the IO thread, with the state lock)."""
+class _Left:
+    """Set when a LeaveGroup's answer came (IO thread, with the state lock)."""
 
     done = False
-    outcome: FetchOutcome | None = None
-    failure: BaseException | None = None
 
 
 class GroupMember:
@@ -89,7 +88,8 @@ class GroupMember:
         self._io = GroupIo(network, name=f"txnproducer-group-{settings.group_id}",
                            setup_timeout_s=connection.socket_connection_setup_timeout_ms / 1000,
                            tick=self._tick, on_error=self._io_failed)
-        self._link = CoordinatorLink(self._io, self._state, settings, self._timer)
+        self._link = CoordinatorLink(self._io, self._state, settings.group_id,
+                                     self._timer.reset_session_timeout)
         self._rebalancer = Rebalancer(self._link, self._io, self._state, settings, self._timer)
         self._heartbeats = HeartbeatLoop(self._io, self._link, self._rebalancer, self._state, settings,
                                          self._timer)
@@ -97,8 +97,10 @@ class GroupMember:
         self._joined_subscription: frozenset[str] | None = None
         self._assignment: frozenset[TopicPartition] = frozenset()
         self._round: JoinRound | None = None
-        # an OffsetFetch whose caller stopped waiting (its partitions, its answer): taken by the next call
-        self._offset_fetch: tuple[frozenset[TopicPartition], _Pending] | None = None
+        self._waits = MemberWaits(self._state, self._link, self._io, backoff_ms=settings.retry_backoff_ms,
+                                  backoff_max_ms=settings.retry_backoff_max_ms, unusable=self._unusable,
+                                  raise_if_unusable=self._raise_if_unusable)
+        self._committed = CommittedOffsets(self._state, self._link, self._io, self._waits)
         # the generation of the last completed join (Java's groupMetadata)
         self._joined = Generation(-1, "", None)
         self._closing = False  # unusable from here on: every wait ends with ClosedError
@@ -129,9 +131,14 @@ class GroupMember:
 
     # -- the polling thread ---------------------------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] | SubscriptionPattern) -> None:
         """Subscribe to ``topics`` (names), replacing the previous subscription; a change rejoins the
-        group at the next :meth:`poll`. ConfigError for no topic or a name that is not one."""
+        group at the next :meth:`poll`. ConfigError for no topic, a name that is not one, or a
+        :class:`SubscriptionPattern` (the coordinator resolves patterns in the consumer protocol only)."""
+        if isinstance(topics, SubscriptionPattern):
+            raise errors.ConfigError(
+                f"subscribing to {topics.pattern!r} (a SubscriptionPattern) needs group_protocol='consumer': "
+                "the classic protocol's coordinator does not resolve regular expressions")
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(t, str) and t for t in names):
             raise errors.ConfigError(f"topics must be one or more topic names, got {topics!r}")
@@ -210,37 +217,7 @@ class GroupMember:
         partitions takes its answer instead of sending another (Java's
         ``pendingCommittedOffsetRequest``), so that a consumer polling with short timeouts gets its
         committed offsets all the same."""
-        wanted = frozenset(partitions)
-        if not wanted:
-            return {}
-        deadline = time.monotonic() + timeout
-        attempts = 0
-        why = "the coordinator was not found"
-        while True:
-            in_flight = self._offset_fetch
-            if in_flight is not None and in_flight[0] == wanted:
-                pending = in_flight[1]
-            else:
-                if not self._ensure_coordinator_ready(deadline):
-                    raise self._timeout("fetching committed offsets", timeout, why)
-                pending = _Pending()
-                self._offset_fetch = (wanted, pending)
-                self._io.call_soon(lambda p=pending: self._send_offset_fetch(wanted, p))  # type: ignore[misc]
-            if not self._wait_for(lambda p=pending: p.done, deadline):  # type: ignore[misc]
-                raise self._timeout("fetching committed offsets", timeout, "no answer from the coordinator")
-            self._offset_fetch = None
-            outcome = pending.outcome
-            if outcome is not None and outcome.offsets is not None:
-                return outcome.offsets
-            if outcome is not None and outcome.error is not None:
-                raise outcome.error
-            failure = pending.failure
-            if isinstance(failure, (errors.FatalError, errors.ClosedError)):
-                raise failure
-            why = outcome.retry_because if outcome is not None and outcome.retry_because else str(failure)
-            attempts += 1
-            if not self._backoff(attempts, deadline):
-                raise self._timeout("fetching committed offsets", timeout, why)
+        return self._committed.fetch(partitions, timeout)
 
     def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT_S, leave_group: bool | None = None) -> None:
         """Leave (or stay in) the group and stop, within ``timeout`` seconds. Idempotent.
@@ -269,14 +246,15 @@ class GroupMember:
         leave = leave_group is True or (
             leave_group is None and not static and self._settings.leave_group_on_close)
         if leave:
-            left = _Pending()
+            left = _Left()
 
             def leave_now() -> None:
                 def done() -> None:
                     with self._state.cond:
                         left.done = True
                         self._state.changed()
-                self._link.maybe_leave_group("the consumer is being closed", static_too=True, done=done)
+                maybe_leave_group(self._link, self._state, self._settings, "the consumer is being closed",
+                                  static_too=True, done=done)
 
             self._io.call_soon(leave_now)
             with self._state.cond:
@@ -369,62 +347,13 @@ class GroupMember:
     # -- waiting ----------------------------------------------------------------------------------------
 
     def _ensure_coordinator_ready(self, deadline: float) -> bool:
-        """Wait (until ``deadline``) for the coordinator to be known, looking it up with backoff."""
-        state = self._state
-        link = self._link
-        attempts = 0
-        while True:
-            self._raise_if_unusable()
-            with state.cond:
-                if state.coordinator is not None:
-                    return True
-                finished = link.lookups_finished
-                start = not link.lookup_in_flight
-            if start:
-                self._io.call_soon(link.lookup)
-            def found_or_failed(before: int = finished) -> bool:
-                return state.coordinator is not None or link.lookups_finished != before
-
-            self._wait_for(found_or_failed, deadline)
-            with state.cond:
-                if state.coordinator is not None:
-                    return True
-            if time.monotonic() >= deadline:
-                return False
-            attempts += 1
-            if not self._backoff(attempts, deadline):
-                return False
+        return self._waits.ensure_coordinator_ready(deadline)
 
     def _wait_for(self, done: Callable[[], bool], deadline: float) -> bool:
-        """Wait on the state condition until ``done()`` or ``deadline``; raises ClosedError or the
-        member's fatal error if either happens meanwhile."""
-        state = self._state
-        with state.cond:
-            while not done():
-                if self._unusable():
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                state.cond.wait(remaining)
-            else:
-                return True
-        self._raise_if_unusable()
-        return False
+        return self._waits.wait_for(done, deadline)
 
     def _backoff(self, attempts: int, deadline: float) -> bool:
-        """Wait the exponential retry backoff (Java's: retry_backoff_ms doubling to its max, 20 %
-        jitter), woken early only by closing; False if the deadline comes first."""
-        settings = self._settings
-        backoff = min(settings.retry_backoff_max_ms,
-                      settings.retry_backoff_ms * 2 ** min(max(attempts - 1, 0), 20)) / 1000
-        until = min(deadline, time.monotonic() + backoff * random.uniform(0.8, 1.2))
-        state = self._state
-        with state.cond:
-            while (remaining := until - time.monotonic()) > 0 and not self._unusable():
-                state.cond.wait(remaining)
-        self._raise_if_unusable()
-        return time.monotonic() < deadline
+        return self._waits.backoff(attempts, deadline)
 
     def _unusable(self) -> bool:
         """Closed or failed (caller holds the state lock)."""
@@ -452,37 +381,9 @@ class GroupMember:
         self._link.tick()
         return self._heartbeats.tick(now)
 
-    def _send_offset_fetch(self, partitions: frozenset[TopicPartition], pending: _Pending) -> None:
-        group_id = self._settings.group_id
-        state = self._state
-
-        def answered(response: object) -> None:
-            outcome = offset_fetch.read_response(group_id, response, self._forget)
-            with state.cond:
-                if not pending.done:
-                    pending.outcome = outcome
-                    pending.done = True
-                    state.changed()
-
-        def failed(exc: BaseException) -> None:
-            with state.cond:
-                if not pending.done:
-                    pending.failure = exc
-                    pending.done = True
-                    state.changed()
-
-        self._link.send(lambda v: offset_fetch.build_request(group_id, partitions, v), answered, failed)
-
-    def _forget(self) -> None:
-        self._link.forget("it answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE to OffsetFetch")
-
     def _io_failed(self, exc: BaseException) -> None:
         self._log.error("group.io_thread_failed", error=repr(exc))
         fatal = exc if isinstance(exc, errors.TxnProducerError) else errors.FatalError(
             f"the group member's network thread failed: {type(exc).__name__}: {exc}")
         with self._state.cond:
             self._state.fail(fatal)
-
-    def _timeout(self, doing: str, timeout: float, why: str) -> errors.TimeoutError:
-        return errors.TimeoutError(f"{doing} for group {self._settings.group_id!r} did not finish within "
-                                   f"the timeout ({int(timeout * 1000)} ms); last: {why}")

@@ -6,11 +6,18 @@ that a member never resumes from an offset an open transaction is about to move.
 (here: one), with a group-level error; v2-7 have a top-level error; v1 sets errors per partition.
 A broker older than Kafka 2.5 (no v7) is refused: exactly-once reading needs it.
 
+A consumer-protocol member (KIP-848) names itself in v9+: its member id and epoch, which the
+coordinator checks as it checks an offset commit's (STALE_MEMBER_EPOCH for another epoch,
+UNKNOWN_MEMBER_ID for a member it does not know); a member that is not in the group (yet) sends no
+id and epoch -1, as the Java client does, and is answered as an administrator would be.
+
 Answers (Java's ``OffsetFetchResponseHandler``): group errors - GROUP_AUTHORIZATION_FAILED raises;
 COORDINATOR_LOAD_IN_PROGRESS is retried; COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR forget the
-coordinator and are retried; anything else raises. Partition errors - UNSTABLE_OFFSET_COMMIT retries
-the whole fetch (within the caller's timeout); TOPIC_AUTHORIZATION_FAILED raises naming the topics;
-UNKNOWN_TOPIC_OR_PARTITION and anything else raise. Offset -1 means "nothing committed".
+coordinator and are retried; STALE_MEMBER_EPOCH and UNKNOWN_MEMBER_ID are retried (with the epoch
+the member has by then: its heartbeats move it on, or it rejoins); anything else raises. Partition
+errors - UNSTABLE_OFFSET_COMMIT retries the whole fetch (within the caller's timeout);
+TOPIC_AUTHORIZATION_FAILED raises naming the topics; UNKNOWN_TOPIC_OR_PARTITION and anything else
+raise. Offset -1 means "nothing committed".
 """
 
 from __future__ import annotations
@@ -53,7 +60,9 @@ class FetchOutcome:
 
 
 def build_request(group_id: str, partitions: Iterable[TopicPartition],
-                  max_version: Callable[[int], int | None]) -> Any:
+                  max_version: Callable[[int], int | None], member: tuple[str, int] | None = None) -> Any:
+    """The request; ``member``: (member id, member epoch) of a consumer-protocol member in its group
+    (sent from v9 on)."""
     version = choose_version(OffsetFetchRequest, max_version(OffsetFetchRequest.API_KEY))
     if version < _REQUIRE_STABLE_VERSION:
         raise errors.UnsupportedVersionError(
@@ -65,9 +74,12 @@ def build_request(group_id: str, partitions: Iterable[TopicPartition],
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     if version >= 8:
         topic_cls = OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+        identity: dict[str, Any] = {}
+        if version >= 9 and member is not None:
+            identity = {"member_id": member[0], "member_epoch": member[1]}
         group = OffsetFetchRequest.OffsetFetchRequestGroup(
             group_id=group_id, topics=[topic_cls(name=t, partition_indexes=sorted(ps))
-                                       for t, ps in sorted(by_topic.items())])
+                                       for t, ps in sorted(by_topic.items())], **identity)
         return OffsetFetchRequest(version=version, groups=[group], require_stable=True)
     topics = [OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=sorted(ps))
               for t, ps in sorted(by_topic.items())]
@@ -125,4 +137,6 @@ def _group_error(group_id: str, code: int, forget_coordinator: Callable[[], None
     if code in (ec.COORDINATOR_NOT_AVAILABLE, ec.NOT_COORDINATOR):
         forget_coordinator()
         return FetchOutcome(retry_because=f"the coordinator moved ({ec.error_name(code)})")
+    if code in (ec.STALE_MEMBER_EPOCH, ec.UNKNOWN_MEMBER_ID):
+        return FetchOutcome(retry_because=f"the member epoch is not the group's ({ec.error_name(code)})")
     return FetchOutcome(error=unexpected_error(group_id, code, "OffsetFetch"))

@@ -6,6 +6,11 @@ rejoin, where the coordinator is, a fatal error - and the Java client's rules fo
 (``AbstractCoordinator``: ``resetStateAndGeneration``, ``requestRejoin``, ``markCoordinatorUnknown``)
 are easiest to keep right in one place. Every method is called with :attr:`GroupState.cond` held
 (it is re-entrant); waiting threads are woken by :meth:`GroupState.changed`.
+
+:class:`CoordinatedState` holds what every member shares whichever protocol it speaks - the
+condition, the coordinator, a fatal error, closing - and is what the coordinator link
+(``coordinator.py``) and the waits (``waits.py``) work on; :class:`GroupState` adds the classic
+protocol's facts, ``kip848/state.py`` the consumer protocol's.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import threading
 
 import attrs
 
-__all__ = ["NO_GENERATION", "Coordinator", "Generation", "GroupState", "MemberState"]
+__all__ = ["NO_GENERATION", "CoordinatedState", "Coordinator", "Generation", "GroupState", "MemberState"]
 
 
 class MemberState(enum.Enum):
@@ -64,17 +69,13 @@ class Coordinator:
     port: int
 
 
-class GroupState:
-    """See the module docstring; attributes are read and written with ``cond`` held."""
+class CoordinatedState:
+    """What a member of either protocol shares between its threads: the condition every wait waits
+    on, the coordinator, a fatal error and closing. Attributes are read and written with ``cond``
+    held (it is re-entrant)."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition(threading.RLock())
-        self.state = MemberState.UNJOINED
-        self.generation = NO_GENERATION
-        self.rejoin_needed = True
-        self.rejoin_reason = ""
-        # the revoke/lost hook must run before the next JoinGroup (Java's needsJoinPrepare)
-        self.needs_join_prepare = True
         self.coordinator: Coordinator | None = None
         self.fatal: BaseException | None = None
         self.closed = False
@@ -83,6 +84,33 @@ class GroupState:
     def changed(self) -> None:
         self.version += 1
         self.cond.notify_all()
+
+    def mark_coordinator_unknown(self) -> Coordinator | None:
+        """Forget the coordinator; returns the one forgotten (its connection should be dropped, so
+        that nothing more waits on it)."""
+        old, self.coordinator = self.coordinator, None
+        if old is not None:
+            self.changed()
+        return old
+
+    def fail(self, exc: BaseException) -> None:
+        """A fatal error: the polling thread raises it from its next call."""
+        if self.fatal is None:
+            self.fatal = exc
+        self.changed()
+
+
+class GroupState(CoordinatedState):
+    """The classic protocol's facts (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = MemberState.UNJOINED
+        self.generation = NO_GENERATION
+        self.rejoin_needed = True
+        self.rejoin_reason = ""
+        # the revoke/lost hook must run before the next JoinGroup (Java's needsJoinPrepare)
+        self.needs_join_prepare = True
 
     def request_rejoin(self, reason: str) -> None:
         self.rejoin_reason = reason
@@ -103,20 +131,6 @@ class GroupState:
         self.reset_state_and_generation(reset_member_id)
         self.request_rejoin(reason)
         self.needs_join_prepare = True
-
-    def mark_coordinator_unknown(self) -> Coordinator | None:
-        """Forget the coordinator; returns the one forgotten (its connection should be dropped, so
-        that nothing more waits on it)."""
-        old, self.coordinator = self.coordinator, None
-        if old is not None:
-            self.changed()
-        return old
-
-    def fail(self, exc: BaseException) -> None:
-        """A fatal error: the polling thread raises it from its next call."""
-        if self.fatal is None:
-            self.fatal = exc
-        self.changed()
 
     def generation_unchanged(self, sent: Generation) -> bool:
         return self.generation == sent
