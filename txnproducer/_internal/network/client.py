@@ -498,7 +498,9 @@ class NetworkClient:
         timeout or throttle end)."""
         if not self._closed:
             now = time.monotonic()
-            timeout_s = min(timeout_s, self._refresh.run(now), self._grey.run(now))
+            timeout_s = min(timeout_s, self._refresh.run(now))
+            if self._grey.watching:
+                timeout_s = min(timeout_s, self._grey.run(now))
         try:
             self._direct.poll(timeout_s)
         finally:

@@ -48,7 +48,7 @@ Thread rule: the network thread only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
@@ -81,8 +81,9 @@ class Coordinator:
     port: int
 
 
-@attrs.define(eq=False)
-class _Watched:
+class _Watched(NamedTuple):
+    """A watched request (a tuple: one is made per coordinator request, EndTxn's on every transaction)."""
+
     node: Any
     future: Future
     sent_at: float
@@ -120,17 +121,21 @@ class GreyFailureWatch:
     # -- what the network client registers ----------------------------------------------------------
 
     def coordinator_request(self, node: Any, future: Future, key_type: int, key: str, now: float) -> None:
-        self._watch(_Watched(node, future, now, (key_type, key)), now)
-
-    def lookup(self, node: Any, future: Future, now: float) -> None:
-        self._watch(_Watched(node, future, now, None), now)
-
-    def _watch(self, watched: _Watched, now: float) -> None:
         if not self._watched:
             self._next_check = now + OVERDUE_S
-        self._watched.append(watched)
+        self._watched.append(_Watched(node, future, now, (key_type, key)))
+
+    def lookup(self, node: Any, future: Future, now: float) -> None:
+        if not self._watched:
+            self._next_check = now + OVERDUE_S
+        self._watched.append(_Watched(node, future, now, None))
 
     # -- the network poll ---------------------------------------------------------------------------
+
+    @property
+    def watching(self) -> bool:
+        """Whether any request is watched (the poll skips :meth:`run` otherwise)."""
+        return bool(self._watched)
 
     def run(self, now: float) -> float:
         """Act on the overdue requests; seconds until something may be due (the poll's bound)."""
