@@ -8,6 +8,8 @@ The same stream and the same events as ``java/TxnStream.java`` (which says why),
 N records, commit, at most one transaction per interval, until stdin closes. A failed transaction is
 aborted; when the abort fails too (fenced, a fatal error), the client is closed and a new one initialized,
 as an application would. Times are ``time.monotonic_ns()`` (CLOCK_MONOTONIC, as the JVM's nanoTime).
+``FAILOVER_CLIENT_LOG_LEVEL`` (DEBUG, INFO) writes txnproducer's log lines to stderr, time-stamped
+(``failover.py --client-log-level``).
 """
 
 from __future__ import annotations
@@ -85,7 +87,21 @@ def stream(name: str, bootstrap: str, topic: str, transactional_id: str, per_txn
     emit("done")
 
 
+def _log_to_stderr(level: str) -> None:
+    """txnproducer's events on stderr (the run's client log), with the wall-clock time to the millisecond."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(name)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("txnproducer")
+    logger.setLevel(level)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("FAILOVER_CLIENT_LOG_LEVEL"):
+        _log_to_stderr(os.environ["FAILOVER_CLIENT_LOG_LEVEL"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--client", required=True, choices=STREAM_CLIENTS)
     parser.add_argument("--bootstrap", required=True)

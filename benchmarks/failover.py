@@ -2,6 +2,8 @@
 
     python benchmarks/failover.py --kafka-home /path/to/kafka_2.13-4.1.0   # all clients and faults, 3 times
     python benchmarks/failover.py --kafka-home ... --faults leader-stop --repeats 5 --clients txnproducer,java
+    python benchmarks/failover.py --kafka-home ... --tree main=/tmp/main-tree \
+        --clients txnproducer,txnproducer@main,java,confluent-kafka     # this tree and main's, same trials
 
 Starts a 3-node KRaft cluster on 127.0.0.1 (``tests/_support/kafka_cluster.py``: replication 3, min ISR 2,
 Kafka's default ``broker.session.timeout.ms`` of 9 s) and, for each fault and repetition, runs every client
@@ -20,6 +22,10 @@ time). Reported per client: the longest gap between two commits from the last co
 (and the first commit after it), and the failed transactions; per fault: kill-to-fence time from the
 controller's log ("Fencing broker N ... because its session has timed out"). Writes failover.json (every
 event) and failover.md (the table) to ``--out-dir``. ``benchmarks/README.md`` says how to read them.
+
+``txnproducer@LABEL`` is txnproducer from another source tree, named with ``--tree LABEL=DIR`` (a ``git
+worktree`` of another commit, its compiled extension built): before and after a change, in the same trials.
+``--client-log-level INFO`` (or DEBUG) writes txnproducer's own log lines into each of its clients' logs.
 """
 
 from __future__ import annotations
@@ -69,13 +75,15 @@ START_TIMEOUT_S = 90.0
 class ClientRun:
     """One client's stream process in one trial; its events are read on a thread as they come."""
 
-    def __init__(self, name: str, cmd: list[str], log_path: Path) -> None:
+    def __init__(self, name: str, cmd: list[str], log_path: Path, env: dict[str, str] | None = None,
+                 cwd: Path = ROOT) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.ready = threading.Event()
         self._log = open(log_path, "w")  # noqa: SIM115 - closed when the reader ends
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+                                     stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                                     env=None if env is None else {**os.environ, **env})
         self._reader = threading.Thread(target=self._read, name=f"read-{name}", daemon=True)
         self._reader.start()
 
@@ -107,13 +115,28 @@ class ClientRun:
 
 
 def client_command(name: str, bootstrap: str, topic: str, txn_id: str, interval_ms: float,
-                   java: tuple[str, Path] | None) -> list[str]:
+                   java: tuple[str, Path] | None, trees: dict[str, Path]) -> tuple[list[str], Path]:
+    """The client's command line and the directory it runs in (another source tree for
+    ``txnproducer@LABEL``: its own ``benchmarks/`` and, first on the path, its own package)."""
     if name == JAVA_CLIENT:
         assert java is not None
-        return stream_command(java[0], java[1], bootstrap, topic, txn_id, RECORDS_PER_TXN, interval_ms)
-    return [sys.executable, str(HERE / "_failover_client.py"), "--client", name, "--bootstrap", bootstrap,
-            "--topic", topic, "--transactional-id", txn_id, "--records-per-txn", str(RECORDS_PER_TXN),
-            "--interval-ms", str(interval_ms)]
+        return stream_command(java[0], java[1], bootstrap, topic, txn_id, RECORDS_PER_TXN, interval_ms), ROOT
+    library, _, label = name.partition("@")
+    tree = trees[label] if label else ROOT
+    return [sys.executable, str(tree / "benchmarks" / "_failover_client.py"), "--client", library,
+            "--bootstrap", bootstrap, "--topic", topic, "--transactional-id", txn_id,
+            "--records-per-txn", str(RECORDS_PER_TXN), "--interval-ms", str(interval_ms)], tree
+
+
+def client_env(name: str, trees: dict[str, Path], log_level: str | None) -> dict[str, str] | None:
+    """``txnproducer@LABEL`` imports the package of its tree; ours log at ``log_level`` when given."""
+    env: dict[str, str] = {}
+    _, _, label = name.partition("@")
+    if label:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(trees[label]), os.environ.get("PYTHONPATH")) if p)
+    if log_level and name.startswith("txnproducer"):
+        env["FAILOVER_CLIENT_LOG_LEVEL"] = log_level
+    return env or None
 
 
 def create_topic_led_by(cluster: KafkaCluster, topic: str, leader: int) -> None:
@@ -175,16 +198,17 @@ def run_trial(cluster: KafkaCluster, fault: str, repeat: int, clients: list[str]
     runs: dict[str, ClientRun] = {}
     topics = {}
     for client in clients:
-        topics[client] = f"{tag}-{client}"
+        topics[client] = f"{tag}-{client.replace('@', '-')}"
         create_topic_led_by(cluster, topics[client], leader)
-    txn_ids = {c: transactional_id_on(cluster, f"{tag}-{c}", coordinator) for c in clients}
+    txn_ids = {c: transactional_id_on(cluster, f"{tag}-{c.replace('@', '-')}", coordinator) for c in clients}
     log(f"{fault} #{repeat}: target broker {target} (controller {controller}); leader {leader}, "
         f"coordinator {coordinator}")
     try:
         for client in clients:
-            cmd = client_command(client, cluster.bootstrap, topics[client], txn_ids[client],
-                                 args.interval_ms, java)
-            runs[client] = ClientRun(client, cmd, logs / f"{tag}-{client}.log")
+            cmd, cwd = client_command(client, cluster.bootstrap, topics[client], txn_ids[client],
+                                      args.interval_ms, java, args.trees)
+            runs[client] = ClientRun(client, cmd, logs / f"{tag}-{client.replace('@', '-')}.log",
+                                     client_env(client, args.trees, args.client_log_level), cwd)
         for run in runs.values():
             if not run.ready.wait(START_TIMEOUT_S):
                 raise RuntimeError(f"{run.name} did not start within {START_TIMEOUT_S:.0f}s; see its log")
@@ -265,14 +289,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-ms", type=float, default=100.0,
                         help="at most one transaction per interval")
     parser.add_argument("--out-dir", default=str(HERE / "results"))
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                        help="another source tree of txnproducer, run as client txnproducer@LABEL")
+    parser.add_argument("--client-log-level", choices=("DEBUG", "INFO", "WARNING"),
+                        help="txnproducer's own log lines into its clients' logs (default: warnings only)")
     args = parser.parse_args(argv)
+    args.trees = {}
+    for spec in args.tree:
+        label, sep, directory = spec.partition("=")
+        if not sep or not (Path(directory) / "benchmarks" / "_failover_client.py").is_file():
+            parser.error(f"--tree {spec!r}: expected LABEL=DIR, DIR a txnproducer source tree")
+        args.trees[label] = Path(directory).resolve()
     if not args.kafka_home:
         parser.error("needs --kafka-home or $KAFKA_HOME (an unpacked Apache Kafka)")
     clients = [c for c in args.clients.split(",") if c]
     faults = [f for f in args.faults.split(",") if f]
     for name in clients:
-        if name not in CLIENTS:
-            parser.error(f"unknown client {name!r}; one of {', '.join(CLIENTS)}")
+        library, _, label = name.partition("@")
+        if library not in CLIENTS or (label and (library != "txnproducer" or label not in args.trees)):
+            parser.error(f"unknown client {name!r}; one of {', '.join(CLIENTS)}, or txnproducer@LABEL with"
+                         " --tree LABEL=DIR")
     for name in faults:
         if name not in FAULTS:
             parser.error(f"unknown fault {name!r}; one of {', '.join(FAULTS)}")

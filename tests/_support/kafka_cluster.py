@@ -286,11 +286,11 @@ class KafkaCluster:
     def leader(self, topic: str, partition: int) -> int:
         return self.metadata([topic])[1][(topic, partition)].leader
 
-    def coordinator(self, transactional_id: str, timeout_s: float = 10.0) -> int:
-        """The broker coordinating ``transactional_id`` now (FindCoordinator, key type transaction),
-        asked again while the answer is COORDINATOR_NOT_AVAILABLE or LOAD_IN_PROGRESS (a coordinator
-        moving), up to ``timeout_s``; ConnectionError after that."""
-        request = FindCoordinatorRequest(version=4, key_type=1, coordinator_keys=[transactional_id])
+    def coordinator(self, transactional_id: str, timeout_s: float = 10.0, key_type: int = 1) -> int:
+        """The broker coordinating ``transactional_id`` now (FindCoordinator, key type transaction; or
+        ``key_type=0``: a consumer group's), asked again while the answer is COORDINATOR_NOT_AVAILABLE
+        or LOAD_IN_PROGRESS (a coordinator moving), up to ``timeout_s``; ConnectionError after that."""
+        request = FindCoordinatorRequest(version=4, key_type=key_type, coordinator_keys=[transactional_id])
         deadline = time.monotonic() + timeout_s
         while True:
             found = self._ask(request).coordinators[0]

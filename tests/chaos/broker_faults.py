@@ -10,6 +10,9 @@ Episodes, drawn from ``random.Random(seed)``, one at a time:
 - ``kill_broker``: kill -9 a node, keep it down 2-15 s, restart it on its log directory;
 - ``pause_broker``: SIGSTOP a node for 3-20 s (a grey failure: its connections stay open, nothing answers;
   under ``broker.session.timeout.ms`` it is not even fenced), then SIGCONT;
+- ``pause_coordinator``: SIGSTOP the transaction coordinator of one of the workload's transactional ids
+  or the pipeline group's coordinator for 10-20 s - past the 9 s session timeout, so the controller
+  fences it while it is frozen and its coordinators move - then SIGCONT (its late answers come then);
 - ``kill_producer``: kill -9 a producer process (mid-transaction, mid-commit, wherever it is) and start a
   new one with the same transactional id, which fences what the dead one left open.
 
@@ -34,7 +37,7 @@ from tests.chaos.producer_process import ProducerProcess
 
 __all__ = ["FAULT_KINDS", "BrokerFault", "BrokerFaultScheduler"]
 
-FAULT_KINDS = ("kill_broker", "pause_broker", "kill_producer")
+FAULT_KINDS = ("kill_broker", "pause_broker", "pause_coordinator", "kill_producer")
 
 
 @attrs.frozen
@@ -55,7 +58,8 @@ class BrokerFaultScheduler(threading.Thread):
 
     def __init__(self, cluster: KafkaCluster, rng: Any, producers: Sequence[ProducerProcess],
                  transactional_ids: Sequence[str], partitions: Sequence[tuple[str, int]],
-                 kinds: Sequence[str], topics: Sequence[str], heal_timeout_s: float = 180.0) -> None:
+                 kinds: Sequence[str], topics: Sequence[str], heal_timeout_s: float = 180.0,
+                 groups: Sequence[str] = ()) -> None:
         super().__init__(name="broker-faults", daemon=True)
         unknown = set(kinds) - set(FAULT_KINDS)
         if unknown:
@@ -64,6 +68,7 @@ class BrokerFaultScheduler(threading.Thread):
         self.rng = rng
         self.producers = list(producers)
         self.transactional_ids = list(transactional_ids)
+        self.groups = list(groups)
         self.partitions = list(partitions)
         self.kinds = list(kinds)
         self.topics = list(topics)
@@ -76,6 +81,7 @@ class BrokerFaultScheduler(threading.Thread):
         self._makers: dict[str, Callable[[], None]] = {
             "kill_broker": self._kill_broker,
             "pause_broker": self._pause_broker,
+            "pause_coordinator": self._pause_coordinator,
             "kill_producer": self._kill_producer,
         }
         assert set(self._makers) == set(FAULT_KINDS)
@@ -159,6 +165,28 @@ class BrokerFaultScheduler(threading.Thread):
         self._hold(held)
         self.cluster.resume(node)
         self._log("pause_broker", f"node {node} for {held:.1f}s", why, wall, node)
+
+    def _pause_coordinator(self) -> None:
+        self._heal()
+        node, why = self._choose_coordinator()
+        wall = self.cluster.pause(node)
+        held = self.rng.uniform(10.0, 20.0)
+        self._hold(held)
+        self.cluster.resume(node)
+        self._log("pause_coordinator", f"node {node} for {held:.1f}s", why, wall, node)
+
+    def _choose_coordinator(self) -> tuple[int, str]:
+        """The coordinator of a transactional id of the workload, or of the pipeline's group."""
+        groups = self.groups if self.rng.random() < 0.3 else []
+        try:
+            if groups:
+                group = self.rng.choice(groups)
+                return self.cluster.coordinator(group, key_type=0), f"coordinator of group {group}"
+            tid = self.rng.choice(self.transactional_ids)
+            return self.cluster.coordinator(tid), f"coordinator of {tid}"
+        except ConnectionError as exc:
+            self._note(f"no coordinator found ({exc}); a random node instead")
+            return self.rng.choice(sorted(self.cluster.nodes)), "random node"
 
     def _kill_producer(self) -> None:
         alive = [p for p in self.producers if p.alive]

@@ -178,7 +178,7 @@ def run_broker_chaos(settings: BrokerChaosSettings, cluster: KafkaCluster,
     eos_ids = [f"{GROUP}-{name}" for name in group.names]
     scheduler = BrokerFaultScheduler(
         cluster, random.Random(rng.random()), producers, [p.transactional_id for p in producers] + eos_ids,
-        [(t, p) for t in (OUT, IN) for p in range(TOPICS[t])], settings.kinds, list(TOPICS))
+        [(t, p) for t in (OUT, IN) for p in range(TOPICS[t])], settings.kinds, list(TOPICS), groups=[GROUP])
 
     # chaos
     group.start()

@@ -73,7 +73,8 @@ GROUP_APIS = ("Fetch", "Heartbeat", "JoinGroup", "SyncGroup", "OffsetFetch", "Li
               "ConsumerGroupHeartbeat")
 
 FAULT_KINDS = (
-    "stop_broker", "move_coordinator", "drop_connection", "drop_all_connections", "delay", "black_hole",
+    "stop_broker", "move_coordinator", "freeze_coordinator", "drop_connection", "drop_all_connections",
+    "delay", "black_hole",
     "retriable_error", "abortable_error", "fatal_error", "expire_transaction", "hold_markers",
     "epoch_near_exhaustion", "zombie", "restart", "rebalance", "group_drop_connection", "group_delay",
 )
@@ -125,6 +126,7 @@ class FaultScheduler(threading.Thread):
         self._makers: dict[str, Callable[[], list[Callable[[], None]]]] = {
             "stop_broker": self._stop_broker,
             "move_coordinator": self._move_coordinator,
+            "freeze_coordinator": self._freeze_coordinator,
             "drop_connection": functools.partial(self._drop_connection, "producer"),
             "drop_all_connections": self._drop_all_connections,
             "delay": functools.partial(self._delay, "producer"),
@@ -202,6 +204,32 @@ class FaultScheduler(threading.Thread):
         self.log(f"move_coordinator({tid!r}, to_broker={to})")
         self.cluster.move_coordinator(tid, to)
         return []
+
+    def _freeze_coordinator(self) -> list[Callable[[], None]]:
+        """SIGSTOP of a transaction coordinator (or the pipeline group's): its connections stay open and it
+        answers nothing; the controller fences it 0.5-2 s on (a session timeout, scaled down) and its keys
+        move; it stays frozen a while after that, then is thawed - its late answers come, from the
+        cluster's state then - and rejoins (clear_faults) at the episode's end."""
+        alive = [b for b in self.cluster.broker_ids if b not in self._stopped]
+        if len(alive) < 2:
+            return []
+        if self.rng.random() < 0.25:
+            key, key_type = self.group_id, "group"
+        else:
+            key, key_type = self.rng.choice(self.transactional_ids), "transaction"
+        broker_id = self.cluster.coordinator_for(key, key_type)
+        if broker_id in self._stopped:
+            return []
+        fence_after = self.rng.uniform(0.5, 2.0)
+        self.log(f"freeze_broker({broker_id}) [the {key_type} coordinator of {key!r}], fenced after"
+                 f" {fence_after:.1f}s")
+        self.cluster.freeze_broker(broker_id, fence_after_s=fence_after)
+        self._halt.wait(fence_after + self.rng.uniform(0.2, 2.0))  # frozen past its fence
+
+        def thaw() -> None:
+            self.log(f"thaw_broker({broker_id}) (clear_faults thawed it; it rejoined)")
+
+        return [thaw]
 
     def _drop_connection(self, side: str) -> list[Callable[[], None]]:
         api = self.rng.choice(self._disturbed[side])

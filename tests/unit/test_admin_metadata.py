@@ -59,6 +59,9 @@ class FakeConnection:
             raise item
         return item
 
+    def send_any(self, request_cls: Any, build: Any, deadline: Deadline, what: str) -> Any:
+        return self.send(self.any_node(deadline), request_cls, build, deadline, what)
+
     def backoff(self, deadline: Deadline, what: str) -> None:
         pass
 

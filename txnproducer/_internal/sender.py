@@ -21,6 +21,7 @@ network.
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import debug_enabled, get_logger
 from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.network.connection_errors import BrokerSilent, CoordinatorMoved
 from txnproducer._internal.overdue import OverdueWatch
 from txnproducer._internal.produce_errors import LEADER_HINT_CODES, RETRIABLE, STALE_METADATA, produce_error
 from txnproducer._internal.protocol import error_codes as ec
@@ -54,8 +56,19 @@ from txnproducer.config import ProducerConfig
 __all__ = ["Sender"]
 
 
+def _coordinator_request_failed(handler: Any, exc: BaseException) -> None:
+    """A transactional request failed on the wire; one given up by the network's grey-failure watch
+    names where it goes now (``network/grey_failures.py``), which the handler is told in its terms."""
+    moved = (exc.node_id, exc.host, exc.port) if isinstance(exc, CoordinatorMoved) else None
+    handler.fail(exc, moved_to=moved, ask_elsewhere=isinstance(exc, BrokerSilent))
+
+
 def _no_poll(_timeout_s: float) -> None:
     """Stands in for the network poll where polling is not allowed (inside a poll callback)."""
+
+
+# FindCoordinator's key type of each coordinator type
+_KEY_TYPES = {"group": 0, "transaction": 1}
 
 # the states run_once() checks on every iteration, as module constants (no attribute lookups)
 _FATAL_ERROR = State.FATAL_ERROR
@@ -278,7 +291,7 @@ class Sender(threading.Thread):
             return False
         ctype = handler.coordinator_type
         if ctype is None:
-            node = net.least_loaded_node(avoid=self._overdue.avoid(time.monotonic()))
+            node = net.least_loaded_node()  # a broker that left a request unanswered only if no other
             if node is None:
                 tm.retry(handler)
                 poll(self._idle_poll_s)
@@ -302,6 +315,8 @@ class Sender(threading.Thread):
             # connecting (its ApiVersions answer decides the request's version), or saturated by
             # produce requests: wait for the connection, then build the request for this broker
             net.ensure_connecting(node)
+            if ctype is not None:  # a frozen broker's connection never gets ready: ask who coordinates
+                self._overdue.coordinator_not_ready(ctype, handler.coordinator_key, node, time.monotonic())
             tm.retry(handler, backoff_ms=0)
             poll(self._max_poll_s)
             return True
@@ -312,15 +327,20 @@ class Sender(threading.Thread):
             except errors.TxnProducerError as exc:  # it does not speak this request at all
                 handler.fail(exc)
                 return True
-        future = net.send(node, handler.request)
+        now = time.monotonic()
+        if ctype is None:
+            future = net.send_anywhere(node, handler.request)
+        else:  # given up, naming the new coordinator, if the cluster moves on from a silent one
+            future = net.send_to_coordinator(node, handler.request, _KEY_TYPES[ctype],
+                                             handler.coordinator_key, now=now)
         tm.in_flight_started(handler)
-        self._overdue.coordinator_request_sent(handler, node, time.monotonic())
+        self._overdue.coordinator_request_sent(handler, node, now)
         if debug_enabled(self._log):
             self._event("debug", "txn.request_sent", api=type(handler.request).__name__, node=node)
         if self.telemetry is not None:  # its callbacks on the future run before the handler's
             self.telemetry.coordinator_request(handler, node, future)
         future.add_callback(handler.handle_response)
-        future.add_errback(handler.fail)
+        future.add_errback(functools.partial(_coordinator_request_failed, handler))
         return True
 
     # -- produce data ---------------------------------------------------------------------------

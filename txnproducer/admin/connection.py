@@ -12,6 +12,13 @@ drives the network itself - the role the Sender thread has in the producer - so 
 start or stop. Every wait is bounded by the call's :class:`Deadline` (``default.api.timeout.ms``) and
 ends early when the network reports an authentication failure.
 
+A broker that stops answering without closing its connections (a grey failure: SIGSTOP, a long pause)
+is left as the producer leaves it (``network/grey_failures.py``): a lookup (:meth:`AdminConnection.send_any`:
+Metadata, FindCoordinator) it leaves unanswered for a second goes to another broker; a request to a
+coordinator (``send(..., coordinator_of=...)``) is given up once another broker is named the coordinator,
+and :class:`~txnproducer._internal.network.connection_errors.CoordinatorMoved` tells the caller to find it
+again - not after ``request_timeout_ms``.
+
 Each request is built for its destination broker's versions (``build(version)`` gets the highest
 version both that broker and kafka-python's message classes speak), as the Java client does: during a
 rolling upgrade two brokers may speak different versions, and a request module must refuse a filter the
@@ -29,6 +36,7 @@ import kafka.errors as kerrors
 
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.network.client import NetworkClient
+from txnproducer._internal.network.connection_errors import CoordinatorMoved
 from txnproducer.errors import TimeoutError
 
 from .errors import BrokerTooOldError, ClusterUnreachableError, UnexpectedBrokerError
@@ -151,14 +159,29 @@ class AdminConnection:
         self._pump(ready, deadline, f"{what} (connecting to broker {node})")
 
     def send(
-        self, node: int, request_cls: Any, build: Callable[[int], Any], deadline: Deadline, what: str
+        self, node: int, request_cls: Any, build: Callable[[int], Any], deadline: Deadline, what: str,
+        *, coordinator_of: tuple[int, str] | None = None,
     ) -> Any:
         """Send ``build(version)`` to broker ``node`` and return its answer. ``version`` is the highest
         one of ``request_cls`` that both the broker and kafka-python's message classes speak; ``build``
         may raise :class:`BrokerTooOldError` when that is too low for what it must send. A broken
         connection or a request unanswered within ``request_timeout_ms`` is sent again until the
-        deadline."""
+        deadline. ``coordinator_of``: ``node`` coordinates that (key type, key); once it leaves the
+        request unanswered and another broker is named, :class:`CoordinatorMoved` is raised (find the
+        coordinator again)."""
+        return self._send(lambda: node, request_cls, build, deadline, what, coordinator_of, anywhere=False)
+
+    def send_any(self, request_cls: Any, build: Callable[[int], Any], deadline: Deadline, what: str) -> Any:
+        """:meth:`send` a request any broker can answer (Metadata, FindCoordinator) to the least loaded
+        broker; one that leaves it unanswered for a second while others answer is passed over."""
+        return self._send(lambda: self.any_node(deadline), request_cls, build, deadline, what, None,
+                          anywhere=True)
+
+    def _send(self, choose: Callable[[], int], request_cls: Any, build: Callable[[int], Any],
+              deadline: Deadline, what: str, coordinator_of: tuple[int, str] | None, *,
+              anywhere: bool) -> Any:
         while True:
+            node = choose()
             self._connect(node, deadline, what)
             broker_max = self.max_version(node, request_cls.API_KEY)
             if broker_max is None or broker_max < request_cls.min_version:
@@ -168,11 +191,19 @@ class AdminConnection:
                     f" {request_cls.API_KEY}{since}); upgrade it"
                 )
             request = build(min(broker_max, request_cls.max_version))
-            future = self._net.send(node, request)
+            if coordinator_of is not None:
+                future = self._net.send_to_coordinator(node, request, *coordinator_of)
+            elif anywhere:
+                future = self._net.send_anywhere(node, request)
+            else:
+                future = self._net.send(node, request)
             self._pump(functools.partial(_is_done, future), deadline, what)
             if future.succeeded():
                 return future.value
             exc = future.exception
+            if isinstance(exc, CoordinatorMoved):
+                self._log.info("txn.admin_coordinator_moved", node=node, coordinator=exc.node_id, what=what)
+                raise exc
             if not isinstance(exc, _CONNECTION_ERRORS):
                 raise UnexpectedBrokerError(f"{what}: broker {node} failed the request: {exc!r}") from exc
             self._log.debug("txn.admin_request_retried", node=node, what=what, error=repr(exc))

@@ -7,10 +7,11 @@ while it is being ended, the partitions whose markers are not yet written.
 Errors, per id (the Java Admin's ``DescribeTransactionsHandler``): TRANSACTIONAL_ID_NOT_FOUND is
 :class:`TransactionalIdNotFoundError` (or None with ``missing_ok``, as ``find-hanging`` needs it);
 COORDINATOR_LOAD_IN_PROGRESS is asked again, NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE look the
-coordinator up again, until the deadline. Authorization (Kafka 4.1's
-``handleDescribeTransactionsRequest``): Describe on each id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, an
-:class:`AdminAuthorizationError`); partitions of topics the principal may not Describe are left out of
-the answer silently.
+coordinator up again, until the deadline; so does a coordinator that stopped answering once the cluster
+names another (``network/grey_failures.py``), without waiting out ``request_timeout_ms``. Authorization
+(Kafka 4.1's ``handleDescribeTransactionsRequest``): Describe on each id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED, an :class:`AdminAuthorizationError`); partitions of topics the
+principal may not Describe are left out of the answer silently.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from typing import Any
 
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 
+from txnproducer._internal.network.connection_errors import CoordinatorMoved
 from txnproducer._internal.protocol import error_codes as ec
 
 from .connection import AdminConnection, Deadline
 from .errors import AdminAuthorizationError, TransactionalIdNotFoundError, UnexpectedBrokerError
-from .find_coordinator import find_transaction_coordinators
+from .find_coordinator import TRANSACTION_KEY_TYPE, find_transaction_coordinators
 from .results import TopicPartition, TransactionDescription
 
 __all__ = ["describe_transactions"]
@@ -64,16 +66,22 @@ def describe_transactions(
         by_coordinator: dict[int, list[str]] = defaultdict(list)
         for tid, node in find_transaction_coordinators(conn, pending, deadline).items():
             by_coordinator[node].append(tid)
-        retry = False
+        retry = moved = False
         for node, ids in sorted(by_coordinator.items()):
             what = f"describing {len(ids)} transactional id(s) on broker {node}{last}"
-            answer = conn.send(
-                node,
-                DescribeTransactionsRequest,
-                functools.partial(_request, ids),
-                deadline,
-                what,
-            )
+            try:
+                answer = conn.send(
+                    node,
+                    DescribeTransactionsRequest,
+                    functools.partial(_request, ids),
+                    deadline,
+                    what,
+                    coordinator_of=(TRANSACTION_KEY_TYPE, ids[0]),
+                )
+            except CoordinatorMoved as exc:  # it stopped answering, and the cluster moved on: find again
+                moved = True
+                last = f" (broker {node} stopped answering; broker {exc.node_id} coordinates now)"
+                continue
             for entry in answer.transaction_states:
                 tid, code = str(entry.transactional_id), int(entry.error_code)
                 if code == ec.NONE:
@@ -100,6 +108,6 @@ def describe_transactions(
                         f"DescribeTransactions for {tid!r} answered {ec.error_name(code)}", error_code=code
                     )
         pending = [t for t in pending if t not in out]
-        if retry and pending:
+        if retry and not moved and pending:
             conn.backoff(deadline, f"describing {len(pending)} transactional id(s){last}")
     return out

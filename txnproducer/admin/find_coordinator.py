@@ -58,11 +58,10 @@ def find_transaction_coordinators(
     pending = sorted(set(transactional_ids))
     last_error = ""
     while pending:
-        node = conn.any_node(deadline)
         sent: dict[str, Any] = {}
         what = f"finding the coordinator of {len(pending)} transactional id(s){last_error}"
-        answer = conn.send(
-            node, FindCoordinatorRequest, functools.partial(_request, list(pending), sent), deadline, what
+        answer = conn.send_any(
+            FindCoordinatorRequest, functools.partial(_request, list(pending), sent), deadline, what
         )
         version, asked = sent["version"], sent["asked"]
         retry = False

@@ -12,7 +12,9 @@ The request carries producer id/epoch -1 (no KIP-360 bump: fencing is meant) and
 timeout (what DescribeTransactions reported), so the id's settings stay as its producer left them.
 
 Errors: CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS are asked again after
-``retry_backoff_ms``; NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE look the coordinator up again.
+``retry_backoff_ms``; NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE look the coordinator up again, and so
+does a coordinator that stopped answering once the cluster names another (``network/grey_failures.py``:
+the request it holds, if it ever handles it, fails there - it no longer leads the transaction log).
 Authorization (Kafka 4.1's ``handleInitProducerIdRequest``): Write on the transactional id
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, an :class:`AdminAuthorizationError`).
 """
@@ -23,11 +25,12 @@ from typing import Any
 
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 
+from txnproducer._internal.network.connection_errors import CoordinatorMoved
 from txnproducer._internal.protocol import error_codes as ec
 
 from .connection import AdminConnection, Deadline
 from .errors import AdminAuthorizationError, UnexpectedBrokerError
-from .find_coordinator import find_transaction_coordinators
+from .find_coordinator import TRANSACTION_KEY_TYPE, find_transaction_coordinators
 
 __all__ = ["fence_transactional_id"]
 
@@ -50,7 +53,12 @@ def fence_transactional_id(
     while True:
         node = find_transaction_coordinators(conn, [transactional_id], deadline)[transactional_id]
         what = f"fencing transactional id {transactional_id!r} on broker {node}{last}"
-        answer = conn.send(node, InitProducerIdRequest, build, deadline, what)
+        try:
+            answer = conn.send(node, InitProducerIdRequest, build, deadline, what,
+                               coordinator_of=(TRANSACTION_KEY_TYPE, transactional_id))
+        except CoordinatorMoved as exc:  # it stopped answering, and the cluster moved on: find again
+            last = f" (broker {node} stopped answering; broker {exc.node_id} coordinates now)"
+            continue
         code = int(answer.error_code)
         if code == ec.NONE:
             return int(answer.producer_id), int(answer.producer_epoch)

@@ -64,7 +64,6 @@ def fetch_layout(conn: AdminConnection, topics: Sequence[str] | None, deadline: 
     """The cluster's brokers and the layout of ``topics`` (None: every topic the principal may
     describe). A refused topic raises :class:`AdminAuthorizationError`; an unknown one is answered
     with its error code (``TopicLayout.error``) for the caller to report in its own words."""
-    node = conn.any_node(deadline)
     wanted = None if topics is None else sorted(set(topics))
 
     def build(version: int) -> Any:
@@ -82,7 +81,7 @@ def fetch_layout(conn: AdminConnection, topics: Sequence[str] | None, deadline: 
             include_topic_authorized_operations=False,
         )
 
-    answer = conn.send(node, MetadataRequest, build, deadline, "reading cluster metadata")
+    answer = conn.send_any(MetadataRequest, build, deadline, "reading cluster metadata")
     brokers = {int(b.node_id): (str(b.host), int(b.port)) for b in answer.brokers}
     for broker_id, (host, port) in brokers.items():
         conn.know_broker(broker_id, host, port)

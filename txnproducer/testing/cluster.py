@@ -35,7 +35,8 @@ from typing import Any
 from txnproducer._internal.log import get_logger
 
 from . import api_messages, handlers
-from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, GROUP_KEY, TRANSACTION_KEY, ClusterState, TopicState
+from .broker_faults import BrokerFaults, key_type_code
+from .cluster_state import DEFAULT_MAX_MESSAGE_BYTES, ClusterState, TopicState
 from .faults import DELAY, DROP_AFTER, DROP_BEFORE, ERROR, FaultPlan
 from .group_coordinator import GroupCoordinator
 from .partition_faults import PartitionFaults
@@ -53,7 +54,7 @@ _log = get_logger("txnproducer.testing.cluster")
 __all__ = ["MockCluster", "RequestLogEntry"]
 
 
-class MockCluster(PartitionFaults):
+class MockCluster(BrokerFaults, PartitionFaults):
     """A cluster of ``num_brokers`` mock Kafka brokers (see the module docstring).
 
     ``port=0`` gives every broker an ephemeral port; ``port=N`` binds brokers to N, N+1, ... .
@@ -176,6 +177,7 @@ class MockCluster(PartitionFaults):
         self._servers: dict[int, BrokerServer] = {
             b: BrokerServer(self, b, host, 0 if port == 0 else port + i) for i, b in enumerate(broker_ids)
         }
+        self._fence_timers: dict[int, threading.Timer] = {}  # freeze_broker(fence_after_s=...)
         self._tick_interval = tick_interval_ms / 1000.0
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -211,6 +213,8 @@ class MockCluster(PartitionFaults):
     def close(self) -> None:
         """Stop every broker, close every connection, stop the timer thread; bounded."""
         self._closed.set()
+        for timer in self._fence_timers.values():
+            timer.cancel()
         with self.state.lock:
             self.state.closed = True
         for server in self._servers.values():
@@ -351,7 +355,7 @@ class MockCluster(PartitionFaults):
 
     def coordinator_for(self, key: str, key_type: str = "transaction") -> int:
         with self.state.lock:
-            return self.state.coordinator_for(_key_type(key_type), key)
+            return self.state.coordinator_for(key_type_code(key_type), key)
 
     def describe_transaction(self, transactional_id: str) -> dict[str, object] | None:
         """The transaction coordinator's view of ``transactional_id`` (state, producer id, epoch, ...)."""
@@ -451,41 +455,6 @@ class MockCluster(PartitionFaults):
         kind = DROP_BEFORE if when == "before" else DROP_AFTER
         self.faults.add(kind, api_messages.api_key_of(api), broker_id, count, [None])
 
-    def stop_broker(self, broker_id: int) -> None:
-        """Stop a broker: its port closes, connections drop, it leaves Metadata, its partitions get new
-        leaders (leader epoch + 1) and its coordinator keys move to the next alive broker."""
-        server = self._servers[broker_id]
-        server.stop()
-        with self.state.lock:
-            self.state.brokers[broker_id].alive = False
-            self.state.rebalance_leaders()
-
-    def start_broker(self, broker_id: int) -> None:
-        """Restart a stopped broker on the same port; preferred leadership moves back to it."""
-        server = self._servers[broker_id]
-        if server.running:
-            return
-        server.start()
-        with self.state.lock:
-            self.state.brokers[broker_id].alive = True
-            self.state.brokers[broker_id].port = server.port
-            self.state.rebalance_leaders()
-
-    def move_coordinator(self, key: str, to_broker: int, key_type: str = "transaction") -> None:
-        """Make ``to_broker`` the coordinator of ``key``; the old one answers NOT_COORDINATOR from now on."""
-        if to_broker not in self.state.brokers:
-            raise ValueError(f"no broker {to_broker}")
-        with self.state.lock:
-            self.state.coordinator_overrides[(_key_type(key_type), key)] = to_broker
-
-    def black_hole(self, broker_id: int | None = None, enabled: bool = True) -> None:
-        """Make a broker (or all) accept and read requests but never answer (until disabled)."""
-        self.faults.set_black_hole(broker_id, enabled)
-
-    def clear_faults(self) -> None:
-        """Forget every pending injected error, delay, drop rule and black hole."""
-        self.faults.clear()
-
     def expire_transaction(self, transactional_id: str) -> None:
         """Time out ``transactional_id``'s ongoing transaction now (the coordinator aborts it, epoch + 1)."""
         with self.state.lock:
@@ -547,13 +516,3 @@ class MockCluster(PartitionFaults):
 def _as_acl(acl: Acl | tuple[str, ...]) -> Acl:
     """An :class:`Acl`, from itself or from a tuple of its fields (principal, type, name, operation, ...)."""
     return acl if isinstance(acl, Acl) else Acl(*acl)
-
-
-def _key_type(key_type: str | int) -> int:
-    if isinstance(key_type, int):
-        return key_type
-    if key_type in ("transaction", "txn"):
-        return TRANSACTION_KEY
-    if key_type == "group":
-        return GROUP_KEY
-    raise ValueError('key_type must be "transaction" or "group"')

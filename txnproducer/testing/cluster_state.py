@@ -235,9 +235,13 @@ class ClusterState:
 
     # ----------------------------------------------------------- coordinators
     def coordinator_for(self, key_type: int, key: str) -> int:
-        """The broker that coordinates ``key`` (0 = group, 1 = transactional id)."""
+        """The broker that coordinates ``key`` (0 = group, 1 = transactional id): where
+        ``MockCluster.move_coordinator`` put it, else a stable hash of the key over the brokers - the
+        next alive broker when that one is down or fenced, as Kafka's controller elects another replica
+        of the key's internal partition."""
+        ids = sorted(self.brokers)
         moved = self.coordinator_overrides.get((key_type, key))
         if moved is not None:
-            return moved
-        ids = sorted(self.brokers)
+            info = self.brokers.get(moved)
+            return moved if info is None or info.alive else self._ring_pick(ids.index(moved))
         return self._ring_pick(_stable_hash(key) % len(ids))

@@ -62,6 +62,14 @@ _VERIFIED_WITH_THE_COORDINATOR = {
 }
 
 
+# What a broker answers to a request it read before the controller fenced it (frozen meanwhile): the
+# requests that need a leadership it lost - a coordinator's or a partition's
+_FENCED_ANSWERS = {
+    **dict.fromkeys((8, 9, 11, 12, 13, 14, 22, 24, 25, 26, 28, 65, 68), ec.NOT_COORDINATOR),
+    **dict.fromkeys((0, 1), ec.NOT_LEADER_OR_FOLLOWER),
+}
+
+
 class ServerHost(Protocol):
     """What a broker server needs from its cluster."""
 
@@ -124,6 +132,8 @@ class _Connection:
         self.id = connection_id
         self.closed = False
         self.auth = ConnectionAuth(None)  # replaced by the listener's once the connection is accepted
+        # the request being handled was read before the broker was fenced (while it was frozen)
+        self.stale = False
 
     def close(self) -> None:
         if self.closed:
@@ -221,8 +231,11 @@ class BrokerServer:
                 daemon=True,
             ).start()
 
-    def _accept(self, conn: _Connection) -> bool:
-        """The listener's part: TLS handshake and the connection's authentication state; False: close."""
+    def _accept(self, conn: _Connection, stopping: threading.Event) -> bool:
+        """The listener's part: TLS handshake and the connection's authentication state; False: close.
+        A frozen broker's kernel takes the connection, but nothing more happens until it is thawed."""
+        if not self._wait_while_frozen(stopping):
+            return False
         listener = self.host.listener
         conn.sock = listener.wrap(conn.sock)
         if conn.closed:  # dropped while being wrapped (its shutdown may have missed the new socket)
@@ -237,7 +250,7 @@ class BrokerServer:
 
     def _serve(self, conn: _Connection, stopping: threading.Event) -> None:
         try:
-            if not self._accept(conn):
+            if not self._accept(conn, stopping):
                 return
             while not stopping.is_set():
                 head = _read_exact(conn.sock, 4)
@@ -249,8 +262,12 @@ class BrokerServer:
                 frame = _read_exact(conn.sock, size)
                 if frame is None:
                     break
+                fences = self.host.faults.fence_count(self.broker_id)
+                if not self._wait_while_frozen(stopping):
+                    break
                 if self.host.faults.is_black_hole(self.broker_id):
                     continue
+                conn.stale = fences != self.host.faults.fence_count(self.broker_id)
                 if conn.auth.unframed:  # after SaslHandshake v0: a bare SASL token
                     if not self._unframed_token(conn, frame):
                         break
@@ -331,6 +348,11 @@ class BrokerServer:
             return self._send(conn, ctx, error_response(
                 ctx.api_key, ctx.api_version, request, ec.ILLEGAL_SASL_STATE, state), False, log_args)
         injected, code = faults.take(ERROR, ctx.api_key, self.broker_id)
+        if not injected and conn.stale and ctx.api_key in _FENCED_ANSWERS:
+            # read before the controller fenced this (frozen) broker: Kafka's append of it fails, the
+            # broker no longer leads what the request needs
+            stale = error_response(ctx.api_key, ctx.api_version, request, _FENCED_ANSWERS[ctx.api_key], state)
+            return self._send(conn, ctx, stale, False, log_args)
         if not injected and faults.take(DROP_BEFORE, ctx.api_key, self.broker_id)[0]:
             self.host.requests.append(dropped=True, **log_args)
             return False
@@ -338,7 +360,7 @@ class BrokerServer:
         if not injected and verifies is not None:
             with state.lock:
                 asks = verifies(state, ctx, request)
-            if asks is not None and faults.is_black_hole(asks):
+            if asks is not None and faults.is_silent(asks):
                 if not self._wait_for_answer_from(asks, stopping):
                     return False
                 injected, code = True, ec.CONCURRENT_TRANSACTIONS
@@ -373,9 +395,19 @@ class BrokerServer:
         return self._send(conn, ctx, response, injected, log_args)
 
     def _wait_for_answer_from(self, broker_id: int, stopping: threading.Event) -> bool:
-        """Hold a request until the black-holed ``broker_id`` answers again; False when this broker
-        stops meanwhile."""
+        """Hold a request until the black-holed or frozen ``broker_id`` answers again - even after the
+        coordinator moved elsewhere: Kafka's leader keeps waiting on the request it sent to the silent
+        broker; False when this broker stops meanwhile."""
         while not self.host.faults.wait_while_black_hole(broker_id, 0.2):
+            if stopping.is_set():
+                return False
+        return True
+
+    def _wait_while_frozen(self, stopping: threading.Event) -> bool:
+        """A frozen broker (SIGSTOP) handles nothing: what it read waits here, in order, until it is
+        thawed; False when this broker stops meanwhile."""
+        faults = self.host.faults
+        while not faults.wait_while_frozen(self.broker_id, 0.2):
             if stopping.is_set():
                 return False
         return True

@@ -24,6 +24,7 @@ import kafka.errors as kerrors
 
 from txnproducer import errors
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.network.connection_errors import CoordinatorMoved
 from txnproducer._internal.protocol import error_codes as ec
 
 from . import find_coordinator
@@ -31,6 +32,8 @@ from .io_thread import GroupIo
 from .state import CoordinatedState, Coordinator
 
 __all__ = ["CoordinatorLink"]
+
+_GROUP_KEY = 0  # FindCoordinator's key type of a group
 
 
 class CoordinatorLink:
@@ -69,7 +72,7 @@ class CoordinatorLink:
             return
         group_id = self.group_id
         self._io.send(node, lambda max_version: find_coordinator.build_request(group_id, max_version),
-                      self._on_lookup_answer, self._on_lookup_failure)
+                      self._on_lookup_answer, self._on_lookup_failure, anywhere=True)
 
     def tick(self) -> None:
         """Each turn of the IO loop: a lookup that waited for bootstrap goes out once it is done."""
@@ -132,11 +135,24 @@ class CoordinatorLink:
             return
 
         def failed(exc: BaseException) -> None:
-            if isinstance(exc, kerrors.KafkaError):  # the connection failed, closed or timed out
+            if isinstance(exc, CoordinatorMoved):  # it stopped answering; the cluster named another
+                self._moved(coordinator, Coordinator(exc.node_id, exc.host, exc.port))
+            elif isinstance(exc, kerrors.KafkaError):  # the connection failed, closed or timed out
                 self.forget(f"request to the coordinator failed: {exc}", coordinator)
             on_failure(exc)
 
-        self._io.send(coordinator.node_id, build, on_response, failed, timeout_s)
+        self._io.send(coordinator.node_id, build, on_response, failed, timeout_s,
+                      coordinator_of=(_GROUP_KEY, self.group_id))
+
+    def _moved(self, old: Coordinator, new: Coordinator) -> None:
+        """``old`` left a request unanswered and another broker named ``new`` the group's coordinator
+        (``network/grey_failures.py``): adopt it, as a lookup would, without closing ``old``'s
+        connection (its late answers are read and dropped; until then it is avoided)."""
+        with self._state.cond:
+            if self._state.coordinator != old:
+                return
+        self._log.info("group.coordinator_moved", node=old.node_id, coordinator=new.node_id)
+        self._lookup_finished(new, None)
 
     def forget(self, reason: str, only: Coordinator | None = None) -> None:
         """Forget the coordinator (``only``: if it is still that one) and drop its connection."""

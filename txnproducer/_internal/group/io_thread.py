@@ -40,6 +40,8 @@ class _PendingSend:
     on_failure: Callable[[BaseException], None]
     timeout_s: float | None
     give_up_at: float
+    coordinator_of: tuple[int, str] | None = None  # (key type, key) of a request to a coordinator
+    anywhere: bool = False  # any broker can answer it (FindCoordinator)
 
 
 class GroupIo:
@@ -94,14 +96,19 @@ class GroupIo:
 
     def send(self, node: int | str, build: Callable[[Callable[[int], int | None]], Any],
              on_response: Callable[[Any], None], on_failure: Callable[[BaseException], None],
-             timeout_s: float | None = None) -> None:
+             timeout_s: float | None = None, *, coordinator_of: tuple[int, str] | None = None,
+             anywhere: bool = False) -> None:
         """Send to ``node`` once its connection is ready: ``build(max_version)`` makes the request,
         where ``max_version(api_key)`` is that broker's highest version (None: it did not say).
         Exactly one of ``on_response(response)`` / ``on_failure(exc)`` is called, on this thread;
         a broker that cannot be reached fails it (KafkaConnectionError), and so does a request the
-        broker refuses to frame or answer."""
+        broker refuses to frame or answer. ``coordinator_of``: ``node`` coordinates that (key type,
+        key) - if it stops answering and another broker is named, the request fails with
+        CoordinatorMoved; ``anywhere``: any broker can answer it - if ``node`` stops answering, it
+        fails with BrokerSilent (``network/grey_failures.py``)."""
         give_up = time.monotonic() + self._setup_timeout_s + 1.0
-        self._pending.append(_PendingSend(node, build, on_response, on_failure, timeout_s, give_up))
+        self._pending.append(_PendingSend(node, build, on_response, on_failure, timeout_s, give_up,
+                                          coordinator_of, anywhere))
         self._send_ready()
 
     def _send_ready(self) -> None:
@@ -141,7 +148,13 @@ class GroupIo:
         except BaseException as exc:  # an unsupported version, a request we cannot build
             item.on_failure(exc)
             return
-        future = self.network.send(node, request, timeout_s=item.timeout_s)
+        if item.coordinator_of is not None:
+            key_type, key = item.coordinator_of
+            future = self.network.send_to_coordinator(node, request, key_type, key, timeout_s=item.timeout_s)
+        elif item.anywhere:
+            future = self.network.send_anywhere(node, request)
+        else:
+            future = self.network.send(node, request, timeout_s=item.timeout_s)
         future.add_callback(lambda response: self._answered(item, response))
         future.add_errback(item.on_failure)
 

@@ -24,6 +24,7 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import kafka.errors as kerrors
@@ -42,6 +43,7 @@ from txnproducer._internal.network.connection import DirectConnection
 from txnproducer._internal.network.direct_connections import DirectConnections
 from txnproducer._internal.network.failure_log import ConnectionFailureLog
 from txnproducer._internal.network.future import Future
+from txnproducer._internal.network.grey_failures import SILENT_AFTER_S, Coordinator, GreyFailureWatch
 from txnproducer._internal.network.oauth_tokens import TokenCache, as_token_source
 from txnproducer._internal.network.redaction import install_secret_filter
 from txnproducer._internal.network.refresh import MetadataRefresh
@@ -88,6 +90,8 @@ class NetworkClient:
         self._refresh = MetadataRefresh(self, self.cluster, metadata_max_age_ms=config.metadata_max_age_ms,
                                         api_versions_request=self._api_versions_request,
                                         on_features=self._features_answered)
+        # requests to coordinators and lookups a silent broker leaves unanswered (grey_failures.py)
+        self._grey = GreyFailureWatch(self, self._log)
         self._topics_to_add: set[str] = set()
         # topics the last metadata answer refused us (TOPIC_AUTHORIZATION_FAILED), and a count of
         # metadata answers, so that a waiting send() can tell a fresh refusal from an old one
@@ -347,7 +351,7 @@ class NetworkClient:
         return self._direct.connection_delay(node)
 
     def shortest_connection_delay(self) -> float:
-        candidates = self._candidates()
+        candidates = self.candidates()
         return min((self._direct.connection_delay(n) for n in candidates), default=0.0)
 
     def has_connection(self, node: Any) -> bool:
@@ -378,18 +382,38 @@ class NetworkClient:
         it went to does not answer. False when it is not waiting there."""
         return self._direct.abandon(node, future, error)
 
+    def silent(self, node: Any) -> bool:
+        """True while ``node`` has not answered a request abandoned there (``abandon_request``) - a broker
+        that stopped answering - and for a few seconds after it answered them (``grey_failures.py``)."""
+        return self._direct.silent(node, SILENT_AFTER_S)
+
+    def heard_from(self, node: Any, within_s: float) -> bool:
+        """True when ``node`` has nothing in flight or answered within ``within_s`` seconds: a request
+        sent there now is not stuck behind one the broker holds."""
+        return self._direct.heard_from(node, within_s)
+
+    def ask_who_coordinates(self, key_type: int, key: str, avoid: Any,
+                            on_found: Callable[[Coordinator], None]) -> bool:
+        """Ask a broker not in ``avoid`` (and not silent) who coordinates ``key`` (FindCoordinator key
+        type ``key_type``: 0 a group, 1 a transactional id); ``on_found(coordinator)`` when it names one.
+        False when no such broker is ready to be asked now."""
+        return self._grey.ask_who_coordinates(key_type, key, avoid, on_found)
+
     def refresh_metadata_avoiding(self, suspects: set[Any]) -> tuple[Any, Future] | None:
         """Ask a broker other than ``suspects`` for metadata now and apply the answer (the least
         loaded one may be the broker that stopped answering). Returns the broker asked and the
         request's future; None when no other broker is known."""
-        candidates = [b.node_id for b in self.cluster.brokers() if b.node_id not in suspects]
+        candidates = [b.node_id for b in self.cluster.brokers()
+                      if b.node_id not in suspects and not self._direct.silent(b.node_id, SILENT_AFTER_S)]
         if not candidates:
             return None
         ready = [n for n in candidates if self.is_ready(n)]
         node = random.choice(ready or candidates)
         return node, self._refresh.send_metadata(node)
 
-    def _candidates(self) -> list[Any]:
+    def candidates(self) -> list[Any]:
+        """The brokers a request any broker can answer may go to: the cluster's (the bootstrap servers
+        before the first Metadata answer)."""
         brokers = [b.node_id for b in self.cluster.brokers()]
         return brokers or [b.node_id for b in self.cluster.bootstrap_brokers()]
 
@@ -397,12 +421,15 @@ class NetworkClient:
         """A broker for a request any broker can answer (the Java client's ``leastLoadedNode``): of
         the cluster's brokers (the bootstrap servers before the first Metadata answer) not in
         ``avoid``, a ready one with the fewest requests in flight, else one connecting, else one not
-        in reconnect backoff; None when none is. Starting at a random one spreads the load."""
-        nodes = [n for n in self._candidates() if n not in avoid]
+        in reconnect backoff; None when none is. Starting at a random one spreads the load. A silent
+        broker (``silent``) is chosen only when no other is left."""
+        nodes = [n for n in self.candidates() if n not in avoid]
         if not nodes:
             return None
-        offset = random.randrange(len(nodes))
         direct = self._direct
+        heard = [n for n in nodes if not direct.silent(n, SILENT_AFTER_S)]
+        nodes = heard or nodes
+        offset = random.randrange(len(nodes))
         best, best_load = None, None
         connecting = idle = None
         for node in nodes[offset:] + nodes[:offset]:
@@ -425,6 +452,27 @@ class NetworkClient:
         is the request's own bound on its answer, for a request the broker holds on purpose (a
         group's JoinGroup); None: ``request_timeout_ms``."""
         return self._direct.send(node, request, timeout_s)
+
+    def send_to_coordinator(self, node: Any, request: Any, key_type: int, key: str, *,
+                            timeout_s: float | None = None, now: float | None = None) -> Future:
+        """:meth:`send` to ``node`` as the coordinator of ``key`` (FindCoordinator key type
+        ``key_type``): unanswered for a second, other brokers are asked who coordinates ``key``, and
+        once one names another broker the request fails with
+        :class:`~.connection_errors.CoordinatorMoved`, naming it (``grey_failures.py``)."""
+        future = self._direct.send(node, request, timeout_s)
+        if not future.is_done:
+            self._grey.coordinator_request(node, future, key_type, key,
+                                           time.monotonic() if now is None else now)
+        return future
+
+    def send_anywhere(self, node: Any, request: Any) -> Future:
+        """:meth:`send` a request any broker can answer (FindCoordinator, Metadata): unanswered for a
+        second while another broker is known, it fails with :class:`~.connection_errors.BrokerSilent`
+        (ask another broker; ``grey_failures.py``)."""
+        future = self._direct.send(node, request, None)
+        if not future.is_done:
+            self._grey.lookup(node, future, time.monotonic())
+        return future
 
     def _api_versions_request(self, version: int) -> Any:
         return ApiVersionsRequest(version=version, client_software_name="txnproducer",
@@ -449,7 +497,10 @@ class NetworkClient:
         blocks at most ``timeout_s`` unless woken or IO happens (or until the next metadata refresh,
         timeout or throttle end)."""
         if not self._closed:
-            timeout_s = min(timeout_s, self._refresh.run(time.monotonic()))
+            now = time.monotonic()
+            timeout_s = min(timeout_s, self._refresh.run(now))
+            if self._grey.watching:
+                timeout_s = min(timeout_s, self._grey.run(now))
         try:
             self._direct.poll(timeout_s)
         finally:

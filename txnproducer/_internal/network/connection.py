@@ -80,6 +80,10 @@ class _Expected(NamedTuple):
 
 
 
+class _Abandoned(Future):
+    __slots__ = ()  # what an abandoned request waits with: nobody listens to it (see abandon())
+
+
 class DirectConnection(ConnectionSetup):
     """One connection to one broker; see the module docstring."""
 
@@ -112,6 +116,8 @@ class DirectConnection(ConnectionSetup):
         # (future, deadline, what the answer must be) per request expecting one, in wire order
         self._in_flight: collections.deque[tuple[Future, float, _Expected]] = collections.deque()
         self._own_timeouts = 0  # requests in flight with a timeout of their own (rare)
+        self.abandoned = 0  # abandoned requests not answered yet: while any, the broker is silent
+        self.heard_again_at = 0.0  # when the last of them was answered (monotonic)
         self._rbuf = bytearray()  # the start of a frame not yet complete
         # a large frame being received straight into its own buffer (see _read), and how much of it came
         self._frame: KafkaBytes | None = None
@@ -144,8 +150,9 @@ class DirectConnection(ConnectionSetup):
         self._sock: socket.socket | None = None
         self._addresses: list[Any] = []
         self._socket_options = socket_options
-        #: when a request was last sent or answered (monotonic): ``connections_max_idle_ms`` counts from it
-        self.last_activity = time.monotonic()
+        #: when a request was last sent or answered (monotonic): ``connections_max_idle_ms`` counts from it;
+        #: ``last_read``: when the broker last sent anything
+        self.last_activity = self.last_read = time.monotonic()
         self._connect()
 
     # -- state ----------------------------------------------------------------------------------
@@ -235,7 +242,8 @@ class DirectConnection(ConnectionSetup):
         (a new coordinator), the caller should not wait for it."""
         for index, (waiting, deadline, expected) in enumerate(self._in_flight):
             if waiting is future:
-                self._in_flight[index] = (Future(), deadline, expected)  # nobody listens to it
+                self._in_flight[index] = (_Abandoned(), deadline, expected)
+                self.abandoned += 1
                 future.failure(error)
                 return True
         for index, (_data, held) in enumerate(self._queued):
@@ -379,7 +387,7 @@ class DirectConnection(ConnectionSetup):
         frame's buffer) - about 0.25 us of CPU per 100-byte record read (``benchmarks/README.md``)."""
         sock = self._sock
         assert sock is not None
-        self.last_activity = time.monotonic()
+        self.last_activity = self.last_read = time.monotonic()
         if self._tls is not None:
             self._read_tls(sock, self._tls)
             return
@@ -512,6 +520,9 @@ class DirectConnection(ConnectionSetup):
         future, _deadline, expected = self._in_flight.popleft()
         if expected.timeout_s is not None:
             self._own_timeouts -= 1
+        if self.abandoned and type(future) is _Abandoned:
+            self.abandoned -= 1  # a late answer: read (the stream stays in step) and dropped
+            self.heard_again_at = time.monotonic()
         response_class = expected.response_class
         try:
             if expected.flexible is None:
@@ -575,6 +586,7 @@ class DirectConnection(ConnectionSetup):
         self._frame = self._frame_view = None  # a large answer under way is dropped with its request
         pending, self._in_flight = self._in_flight, collections.deque()
         self._own_timeouts = 0
+        self.abandoned = 0
         held, self._queued = self._queued, collections.deque()
         if error is not None:
             self._log.info("txn.connection_lost", node=self.node_id, error=str(error),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import kafka.errors as kerrors
 
-__all__ = ["ClosedBeforeReady", "NotReachable", "TlsAnswerToPlaintext", "TlsHandshakeFailed",
-           "looks_like_tls"]
+__all__ = ["BrokerSilent", "ClosedBeforeReady", "CoordinatorMoved", "NotReachable", "TlsAnswerToPlaintext",
+           "TlsHandshakeFailed", "looks_like_tls"]
 
 _TLS_ALERT, _TLS_HANDSHAKE = 0x15, 0x16
 
@@ -30,6 +30,26 @@ class ClosedBeforeReady(kerrors.KafkaConnectionError):  # type: ignore[misc]
 
 class TlsAnswerToPlaintext(kerrors.KafkaConnectionError):  # type: ignore[misc]
     """A plaintext connection's first answer was a TLS record: the listener speaks TLS."""
+
+
+class CoordinatorMoved(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """A request to a coordinator was given up unanswered: another broker coordinates its key now (the
+    cluster fenced the silent one, or moved the key). The request may still be handled and answered by
+    the old broker later; that answer is dropped. Carries the new coordinator, as FindCoordinator named
+    it, so that the request goes there at once (``grey_failures.py``)."""
+
+    def __init__(self, message: str, *, key_type: int, key: str, node_id: int, host: str, port: int) -> None:
+        super().__init__(message)
+        self.key_type = key_type
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+
+
+class BrokerSilent(kerrors.KafkaConnectionError):  # type: ignore[misc]
+    """A request any broker can answer (FindCoordinator, Metadata) was given up: its broker left it
+    unanswered while others answer. Ask another broker (``grey_failures.py``)."""
 
 
 def looks_like_tls(data: bytes | bytearray | memoryview) -> bool:

@@ -156,6 +156,22 @@ class DirectConnections:
         conn = self._conns.get(node)
         return conn is not None and conn.abandon(future, error)
 
+    def silent(self, node: Any, grace_s: float = 0.0) -> bool:
+        """True while ``node`` has not answered a request the client abandoned there
+        (:meth:`DirectConnection.abandon`) - a broker that stopped answering - and for ``grace_s``
+        after it answered them."""
+        conn = self._conns.get(node)
+        return conn is not None and (conn.abandoned > 0 or (
+            conn.heard_again_at > 0 and time.monotonic() - conn.heard_again_at < grace_s))
+
+    def heard_from(self, node: Any, within_s: float) -> bool:
+        """True when ``node``'s connection has nothing in flight, or read an answer in the last
+        ``within_s`` seconds: a request sent there now is not queued behind one the broker holds
+        (Kafka handles one request at a time per connection)."""
+        conn = self._conns.get(node)
+        return conn is not None and (conn.in_flight_count == 0
+                                     or time.monotonic() - conn.last_read < within_s)
+
     def in_flight_count(self, node: Any = None) -> int:
         if node is None:
             return sum(conn.in_flight_count for conn in self._conns.values())

@@ -6,7 +6,8 @@ state machine of their own, run from the network poll:
 * Metadata goes to the least loaded broker (a bootstrap server until the first answer: that first
   answer is the bootstrap), at once when a refresh was requested (a new topic, a leader that moved,
   a connection lost), else when the last answer is ``metadata_max_age_ms`` old; ``retry_backoff_ms``
-  after a failed attempt. One request at a time.
+  after a failed attempt. One request at a time; one a broker leaves unanswered for a second while
+  another broker is known fails (``grey_failures.py``) and goes to another broker.
 * The cluster's finalized features (``transaction.version`` decides TV1/TV2, KIP-890) come with every
   connection's first ApiVersions answer (:mod:`.connection_setup`); they are asked again on a ready
   connection when the last answer is ``metadata_max_age_ms`` old, so that a feature upgrade is seen by a
@@ -46,6 +47,7 @@ class _Network(Protocol):
     def shortest_connection_delay(self) -> float: ...
     def max_version(self, node: Any, api_key: int) -> int | None: ...
     def send(self, node: Any, request: Any) -> Future: ...
+    def send_anywhere(self, node: Any, request: Any) -> Future: ...
 
 
 class MetadataRefresh:
@@ -101,7 +103,7 @@ class MetadataRefresh:
         cluster = self._cluster
         cluster.attempted(now)
         request = metadata.build_request(cluster.topics, self._net.max_version(node, metadata.METADATA_KEY))
-        future = self._net.send(node, request)
+        future = self._net.send_anywhere(node, request)  # a silent broker's is asked elsewhere
         self._metadata_in_flight = future
 
         def answered(response: Any) -> None:

@@ -202,11 +202,17 @@ class TxnRequestHandler:
                     )
                 )
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, *, moved_to: tuple[int, str, int] | None = None,
+             ask_elsewhere: bool = False) -> None:
         """The request could not be completed on the wire (disconnect, timeout, no node).
 
-        A FatalError (e.g. the broker does not support the version) ends the producer; anything
-        else is retried after the backoff, rediscovering the coordinator first.
+        A FatalError (e.g. the broker does not support the version) ends the producer. A request given
+        up because another broker coordinates its key now (``moved_to``: (node, host, port); its broker
+        stopped answering and the cluster moved on, ``network/grey_failures.py``) goes there at once,
+        as it was built: the Java client's rule after a disconnect - look the coordinator up, send
+        again - with the lookup already answered. A lookup its broker left unanswered
+        (``ask_elsewhere``) goes to another broker at once. Anything else is retried after the
+        backoff, rediscovering the coordinator first.
         """
         with self._tm.lock:
             self._tm.request_finished(self)
@@ -216,9 +222,14 @@ class TxnRequestHandler:
                 self.fatal_error(exc)
                 return
             self._tm.log_debug("txn.request_failed", api=self.api_name, error=repr(exc))
-            if self.coordinator_type is not None:
-                self._tm.lookup_coordinator(self.coordinator_type, self.coordinator_key)
-            self.reenqueue()
+            ctype = self.coordinator_type
+            if moved_to is not None and ctype is not None:
+                self._tm.coordinator_found(ctype, self.coordinator_key, *moved_to)
+                self.reenqueue(0)
+                return
+            if ctype is not None:
+                self._tm.lookup_coordinator(ctype, self.coordinator_key)
+            self.reenqueue(0 if ask_elsewhere else None)
 
     def on_response(self, response: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
