@@ -428,6 +428,11 @@ class RecordAccumulator:
 
         ``force`` ignores ``linger_ms`` (the transaction is completing); so do a flush, a closing
         producer and an application thread waiting for buffer memory."""
+        if not self._incomplete:
+            # Nothing queued or in flight (read without the lock): most of a small transaction's
+            # Sender iterations (the EndTxn's answer, the wake-up of a new transaction's first
+            # record before it lingered) end here. A batch appended meanwhile comes with a wake-up.
+            return set(), None, False
         now = self._clock() if now is None else now
         nodes: set[int] = set()
         delay: float | None = None
@@ -643,11 +648,17 @@ class RecordAccumulator:
 
     def next_expiry_delay(self, now: float | None = None) -> float | None:
         now = self._clock() if now is None else now
+        expiry = self.next_expiry()
+        return None if expiry is None else max(0.0, expiry - now)
+
+    def next_expiry(self) -> float | None:
+        """When the oldest incomplete batch expires (clock seconds), None if there is none: the Sender
+        reads it once per loop iteration, expires batches when it has passed and bounds its poll by it."""
+        if not self._incomplete:  # read without the lock: a batch appended meanwhile is newer
+            return None
         with self._mutex:
             oldest = next(iter(self._incomplete), None)
-        if oldest is None:
-            return None
-        return max(0.0, oldest.created + self.delivery_timeout_s - now)
+        return None if oldest is None else oldest.created + self.delivery_timeout_s
 
     def abort_undrained(self, exception: BaseException) -> int:
         """Fail every batch that was never sent (no sequence); retries in progress continue."""

@@ -348,6 +348,8 @@ class TransactionManager(ProducerIdentity):
 
     def next_request_delay_ms(self) -> float | None:
         """Milliseconds until the head of the queue may be sent (0: now), None if it is empty."""
+        if not self._requests:  # nearly every Sender iteration; one queued by another thread wakes it
+            return None
         with self._lock:
             return self._requests.head_delay_ms()
 
