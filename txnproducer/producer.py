@@ -135,6 +135,7 @@ class TransactionalProducer:
             retry_backoff_max_ms=config.retry_backoff_max_ms,
             max_in_flight=config.max_in_flight_requests_per_connection,
             wakeup=self._net.wakeup,
+            sender_looks_by=self._net.looks_by,
         )
         self._sender = Sender(network=self._net, accumulator=self._acc, transaction_manager=self._tm,
                               config=config, metrics=self._metrics)

@@ -118,6 +118,7 @@ class RecordAccumulator:
         max_in_flight: int = 5,
         wakeup: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sender_looks_by: Callable[[], float] | None = None,
     ) -> None:
         self._tm = transaction_manager
         self.batch_size = batch_size
@@ -139,6 +140,9 @@ class RecordAccumulator:
         self.max_in_flight = max_in_flight
         self._wakeup = wakeup
         self._clock = clock
+        # when the Sender will look at the batches again at the latest (time.monotonic(); infinite
+        # while it is not waiting in its poll): a new batch that may linger until then needs no wake-up
+        self._sender_looks_by = sender_looks_by
 
         # Critical sections enter the plain lock directly (Condition.__enter__ is a Python-level
         # call on every append); the Condition shares it for waiting on buffer memory.
@@ -288,6 +292,15 @@ class RecordAccumulator:
         if self._memory_waiters:
             self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
             self.memory_freed.notify()
+        # The Sender needs waking for a new batch only to learn when it is sendable. Not when its
+        # poll ends before this batch's linger does anyway (it then looks at every batch): the second
+        # to sixth batch of a transaction over six partitions, sent while the first lingers, would
+        # each cost the Sender a loop iteration. A batch sendable at once (the open one that did not
+        # take the record was marked full above, or this one is full) always wakes it.
+        looks_by = self._sender_looks_by
+        if last is None and looks_by is not None and not batch.is_full(self._full_at) \
+                and time.monotonic() + self.linger_s >= looks_by():
+            return first, False
         return first, True
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
