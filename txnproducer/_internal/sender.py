@@ -241,7 +241,7 @@ class Sender(threading.Thread):
             net.poll(self._idle_poll_s)
             return
         now = time.monotonic()
-        delay = self._send_produce_data(now)
+        delay = self._send_produce_data(now, features)
         watching = self._overdue.check(now)
         if watching is not None:
             delay = min(delay, watching)
@@ -285,16 +285,17 @@ class Sender(threading.Thread):
         tm = self._tm
         net = self._net
         poll = net.poll if may_poll else _no_poll
-        if tm.has_in_flight_request():
-            poll(self._max_poll_s)
-            return True
         acc = self._acc
         incomplete = acc.has_incomplete()
-        if incomplete and tm.state is _ABORTING:
+        if incomplete and tm.state is _ABORTING and not tm.has_in_flight_request():
             acc.abort_undrained(errors.TransactionAbortedError(
                 "the transaction was aborted before the record was sent"))
             incomplete = acc.has_incomplete()
-        if not tm.may_have_request(incomplete):
+        outlook = tm.request_outlook(incomplete)
+        if outlook is None:  # a request in flight: nothing else goes to a coordinator meanwhile
+            poll(self._max_poll_s)
+            return True
+        if not outlook:
             return False  # nearly every iteration: no lock taken
         handler = tm.next_request(self._acc.has_incomplete)  # evaluated under the TM lock
         if handler is None:
@@ -355,7 +356,9 @@ class Sender(threading.Thread):
 
     # -- produce data ---------------------------------------------------------------------------
 
-    def _send_produce_data(self, now: float) -> float:
+    def _send_produce_data(self, now: float, features: Any) -> float:
+        """Drain what is sendable into Produce requests; the poll's timeout. ``features``: the cluster's
+        (run_once() read them: known, or it would not have come here)."""
         net = self._net
         acc = self._acc
         tm = self._tm
@@ -374,7 +377,6 @@ class Sender(threading.Thread):
                 wait = net.connection_delay(node)
                 if wait > 0:
                     poll_s = min(poll_s, wait)
-        features = net.features
         assert features is not None
         tv = tm.transaction_version
         # One request per node per drain (at most one batch per partition, the protocol's rule),
