@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from a source tree
-    sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:  # run as a script from a source tree: after PYTHONPATH's entries, so that
+    # compare.py --tree (PYTHONPATH=another tree) runs that tree's txnproducer with this harness
+    sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), str(ROOT))
 
 import _pipelines  # noqa: E402
 from _aio_clients import AIO_CLIENTS, run_aio  # noqa: E402
 from _pipelines import PIPELINE_CLIENTS, READ_CLIENTS, run_pipeline, run_read  # noqa: E402
 
+import txnproducer  # noqa: E402
 from txnproducer.perf import (  # noqa: E402
     TxnClient,
     TxnProducerClient,
@@ -291,6 +293,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
     out["client"] = client_name
+    out["txnproducer_source"] = str(Path(txnproducer.__file__).resolve().parent.parent)  # which tree ran
     out["scenario"] = scenario
     if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
         out["cpus"] = sorted(os.sched_getaffinity(0))

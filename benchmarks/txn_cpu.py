@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:  # run as a script from a source tree: after PYTHONPATH's entries, so that
+    # compare.py --tree (PYTHONPATH=another tree) runs that tree's txnproducer with this harness
+    sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), str(ROOT))
 
 from txnproducer import TransactionalProducer  # noqa: E402
 from txnproducer._internal import accel  # noqa: E402
@@ -96,13 +97,12 @@ def run_aio(bootstrap: str, topic: str, shape: str, warmup: int, transactions: i
             send = producer.send
 
             async def one(timed: bool) -> None:
-                async with producer.transaction():
+                async with producer.transaction():  # its end commits (the commit is timed)
                     for p in parts:
                         await send(topic, VALUE, None, p)
                     started = time.perf_counter()
-                    await producer.commit_transaction()
-                    if timed:
-                        latencies.append(time.perf_counter() - started)
+                if timed:
+                    latencies.append(time.perf_counter() - started)
 
             for _ in range(warmup):
                 await one(False)
