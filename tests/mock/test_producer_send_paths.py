@@ -243,8 +243,8 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
         mock_cluster: MockCluster, make_producer: Any) -> None:
     """``producer.send`` skips the Python method for the common record (a Python frame less per
     record); the method still runs for what the extension hands back: a topic's first record, a
-    new batch, a partition's first explicit record. (Counted with this thread's profiler, which sees every call
-    of a Python function: patching the class's send() would rightly stop the producer from
+    new batch, a partition's first explicit record. (Counted with this thread's profiler, which sees
+    every call of a Python function: patching the class's send() would rightly stop the producer from
     installing its compiled path.)"""
     from txnproducer.producer import TransactionalProducer
 

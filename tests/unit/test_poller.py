@@ -46,7 +46,7 @@ def test_a_peer_that_hung_up_wakes_the_reader_and_the_writer_as_selectors_report
         b.close()
         assert poller.poll(1.0) == [("conn", selectors.EVENT_READ | selectors.EVENT_WRITE)]
         a.close()
-        with pytest.raises(KeyError):  # a closed socket (fileno -1) is not registered: what _drop_socket ignores
+        with pytest.raises(KeyError):  # a closed socket (fileno -1): not registered (_drop_socket ignores it)
             poller.unregister(a)
     finally:
         a.close()
