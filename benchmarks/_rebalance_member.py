@@ -26,7 +26,8 @@ Variants: ``classic-static``, ``classic-dynamic``, ``consumer``, ``consumer-abor
 ``TransactionalProcessor``; see ``rebalance_pause.py``) and ``confluent`` (confluent-kafka's ``Consumer``
 with ``group.protocol=consumer`` and a transactional ``Producer`` with ``send_offsets_to_transaction``, the
 exactly-once loop of its examples, committing the open transaction when partitions are revoked - as our
-processor does by default and as Kafka Streams does - and aborting it when they are lost).
+processor does by default and as Kafka Streams does - and aborting it when they are lost; a transaction that
+fails is aborted and its partitions sought back to its first inputs, which are processed again).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def run_confluent(args: argparse.Namespace) -> None:
                          "linger.ms": 2, "transaction.timeout.ms": TXN_TIMEOUT_MS, "acks": "all"})
     producer.init_transactions()
     prefix = args.name.encode() + b":"
-    state: dict[str, Any] = {"open": False, "since": 0.0, "inputs": 0, "offsets": {}}
+    state: dict[str, Any] = {"open": False, "since": 0.0, "inputs": 0, "offsets": {}, "firsts": {}}
     owned: set[int] = set()  # the callbacks get the increments (the library applies them after the callback)
 
     def commit() -> None:
@@ -139,12 +140,17 @@ def run_confluent(args: argparse.Namespace) -> None:
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())
         producer.commit_transaction()
         emit("commit", inputs=state["inputs"])
-        state.update(open=False, inputs=0, offsets={})
+        state.update(open=False, inputs=0, offsets={}, firsts={})
 
     def abort() -> None:
+        """Abort the open transaction and go back to its first inputs: they are processed again."""
         if state["open"]:
+            state["open"] = False
             producer.abort_transaction()
-            state.update(open=False, inputs=0, offsets={})
+            for p, first in state["firsts"].items():
+                if p in owned:
+                    consumer.seek(TopicPartition(args.input, p, first))
+        state.update(open=False, inputs=0, offsets={}, firsts={})
 
     def on_assign(_c: Any, partitions: list[Any]) -> None:
         owned.update(tp.partition for tp in partitions)
@@ -180,6 +186,7 @@ def run_confluent(args: argparse.Namespace) -> None:
                     assert partition is not None and offset is not None and isinstance(value, bytes)
                     producer.produce(args.output, prefix + value, partition=partition)
                     state["offsets"][partition] = offset + 1
+                    state["firsts"].setdefault(partition, offset)
                 state["inputs"] += len(records)
             aged = time.monotonic() - state["since"] >= max_txn_s
             if state["open"] and (state["inputs"] >= MAX_INPUTS or aged):
@@ -188,8 +195,9 @@ def run_confluent(args: argparse.Namespace) -> None:
             emit("fail", error=str(exc)[:500])
             try:
                 abort()
-            except KafkaException:
-                state.update(open=False, inputs=0, offsets={})
+            except KafkaException as again:
+                emit("fail", error=f"abort: {again}"[:500])
+                state.update(open=False, inputs=0, offsets={}, firsts={})
     try:
         commit()
     except KafkaException as exc:

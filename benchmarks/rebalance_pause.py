@@ -143,6 +143,8 @@ class Monitor:
         self._consumer.assign(tps)
         self._consumer.seek_to_beginning(*tps)
         self._commits = commits
+        #: (time, partition, first offset, last offset, members) per partition and poll, for --trace-dir
+        self.trace: list[tuple[float, int, int, int, list[str]]] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="monitor")
         self._thread.start()
@@ -155,6 +157,9 @@ class Monitor:
             for tp, records in batches.items():
                 for r in records:
                     seen.setdefault(r.value.split(b":", 1)[0].decode(), set()).add(tp.partition)
+                if self.trace is not None:
+                    self.trace.append((now, tp.partition, records[0].offset, records[-1].offset,
+                                       sorted({r.value.split(b":", 1)[0].decode() for r in records})))
             for name, parts in seen.items():
                 self._commits.add(now, name, frozenset(parts))
 
@@ -200,6 +205,7 @@ class Member:
         self.inputs = 0
         self.cpu_s: float | None = None
         self.failures: list[str] = []
+        self.events: list[dict[str, Any]] = []  # every event it reported (--trace-dir)
         self.ready = threading.Event()
         self.ready_at = 0.0
         self._log = log.open("wb")
@@ -214,6 +220,7 @@ class Member:
                 event = json.loads(line)
             except ValueError:
                 continue  # a library's own line on stdout
+            self.events.append(event)
             ev = event.get("ev")
             if ev == "ready":
                 self.ready_at = event["t"] / 1e9
@@ -272,12 +279,15 @@ def member_command(variant: str, bootstrap: str, group: str, name: str, in_topic
 
 class Fleet:
     def __init__(self, variant: str, bootstrap: str, in_topic: str, out_topic: str, log_dir: Path,
-                 java: tuple[str, Path] | None) -> None:
+                 java: tuple[str, Path] | None, trace: bool = False) -> None:
         self.variant, self.bootstrap, self.in_topic, self.out_topic = variant, bootstrap, in_topic, out_topic
         self.group = f"pause-{variant}-{uuid.uuid4().hex[:6]}"
         self.log_dir, self.java = log_dir, java
         self.commits = Commits()
         self.monitor = Monitor(bootstrap, out_topic, self.commits)
+        if trace:
+            self.monitor.trace = []
+        self.changes: list[tuple[str, float]] = []
         self.members: dict[str, Member] = {}
 
     def start(self, name: str, slow: bool = False) -> Member:
@@ -306,7 +316,8 @@ class Fleet:
         """Each partition's owner now, by the members' own assignments."""
         return {p: name for name, member in self.members.items() if member.alive for p in member.assigned}
 
-    def measure(self, change_at: float, kept_of: set[str] | None = None) -> dict[str, Any]:
+    def measure(self, change: str, change_at: float, kept_of: set[str] | None = None) -> dict[str, Any]:
+        self.changes.append((change, change_at))
         return self.commits.measure(change_at, time.monotonic(), self.owners_now(), kept_of)
 
     def running(self, members: set[str], window_s: float = 5.0, bound_s: float = 60.0) -> None:
@@ -331,6 +342,10 @@ class Fleet:
         self.monitor.stop()
         cpu = sum(m.cpu_s or 0.0 for m in self.members.values())
         inputs = sum(m.inputs for m in self.members.values())
+        if self.monitor.trace is not None:
+            trace = {"variant": self.variant, "changes": self.changes, "output": self.monitor.trace,
+                     "members": {name: m.events for name, m in self.members.items()}}
+            (self.log_dir / f"{self.group}.trace.json").write_text(json.dumps(trace))
         return {"cpu_s": round(cpu, 3), "inputs": inputs,
                 "failures": [f"{m.name}: {f}" for m in self.members.values() for f in m.failures][:20]}
 
@@ -344,11 +359,11 @@ def topics(bootstrap: str) -> tuple[str, str]:
 
 
 def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: float, log_dir: Path,
-                java: tuple[str, Path] | None) -> dict[str, Any]:
+                java: tuple[str, Path] | None, trace: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     in_topic, out_topic = topics(bootstrap)
     feeder = Feeder(bootstrap, in_topic)
-    fleet = Fleet(variant, bootstrap, in_topic, out_topic, log_dir, java)
+    fleet = Fleet(variant, bootstrap, in_topic, out_topic, log_dir, java, trace)
     try:
         fleet.start("p1")
         fleet.start("p2")
@@ -356,23 +371,23 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         time.sleep(2)
         t = fleet.start("p3").ready_at
         time.sleep(settle_s)
-        out["join"] = fleet.measure(t)
+        out["join"] = fleet.measure("join", t)
         fleet.settled({"p1", "p2", "p3"})
         t = time.monotonic()
         fleet.members["p1"].leave()
         time.sleep(max(0.0, t + settle_s - time.monotonic()))
-        out["leave"] = fleet.measure(t)
+        out["leave"] = fleet.measure("leave", t)
         fleet.settled({"p2", "p3"})
         t = time.monotonic()
         fleet.members["p2"].kill()
         time.sleep(max(0.0, t + kill_settle_s - time.monotonic()))
-        out["kill"] = fleet.measure(t)
+        out["kill"] = fleet.measure("kill", t)
     finally:
         first = fleet.stop_all()
         feeder.stop()
     in_topic, out_topic = topics(bootstrap)
     feeder = Feeder(bootstrap, in_topic)
-    slow = Fleet(variant, bootstrap, in_topic, out_topic, log_dir, java)
+    slow = Fleet(variant, bootstrap, in_topic, out_topic, log_dir, java, trace)
     try:
         slow.start("s1", slow=True)
         slow.start("s2")
@@ -380,11 +395,11 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         time.sleep(2)
         t = slow.start("s3").ready_at
         time.sleep(settle_s + 3)
-        out["slow_join"] = slow.measure(t, kept_of={"s2", "s3"})
+        out["slow_join"] = slow.measure("slow_join", t, kept_of={"s2", "s3"})
         t = time.monotonic()
         slow.members["s3"].leave()
         time.sleep(max(0.0, t + settle_s + 3 - time.monotonic()))
-        out["slow_leave"] = slow.measure(t, kept_of={"s2"})
+        out["slow_leave"] = slow.measure("slow_leave", t, kept_of={"s2"})
     finally:
         second = slow.stop_all()
         feeder.stop()
@@ -495,6 +510,8 @@ def main() -> None:
     parser.add_argument("--max-txn-ms", type=int, default=100,
                         help="the members' transaction age (the issue's 100; the processor's default: 1000)")
     parser.add_argument("--log-dir", type=Path, help="the members' stderr (default: a temporary directory)")
+    parser.add_argument("--trace", action="store_true",
+                        help="also write each fleet's output times and member events to the log directory")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the Kafka node on the way out
@@ -515,7 +532,8 @@ def main() -> None:
                 for variant in variants:
                     kill_settle = (SESSION_MS + TXN_TIMEOUT_MS) / 1000 + args.settle_s
                     load = os.getloadavg()[0]
-                    result = run_variant(variant, bootstrap, args.settle_s, kill_settle, log_dir, java)
+                    result = run_variant(variant, bootstrap, args.settle_s, kill_settle, log_dir, java,
+                                         args.trace)
                     result["load_avg_1m"] = round((load + os.getloadavg()[0]) / 2, 2)
                     results[variant].append(result)
                     print(json.dumps({"round": round_, "variant": variant, **result}), flush=True)

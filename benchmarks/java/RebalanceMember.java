@@ -121,8 +121,9 @@ public final class RebalanceMember {
                         System.arraycopy(prefix, 0, value, 0, prefix.length);
                         System.arraycopy(r.value(), 0, value, prefix.length, r.value().length);
                         producer.send(new ProducerRecord<>(output, r.partition(), null, value));
-                        loop.offsets.put(new TopicPartition(r.topic(), r.partition()),
-                                new OffsetAndMetadata(r.offset() + 1));
+                        TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+                        loop.firsts.putIfAbsent(tp, r.offset());
+                        loop.offsets.put(tp, new OffsetAndMetadata(r.offset() + 1));
                         loop.inputs++;
                     }
                 }
@@ -131,7 +132,7 @@ public final class RebalanceMember {
                 }
             } catch (Exception e) {
                 emit("fail", e.getClass().getSimpleName() + ": " + e.getMessage());
-                loop.abort();
+                loop.abort(); // and back to the transaction's first inputs: they are processed again
             }
         }
         try {
@@ -150,6 +151,7 @@ public final class RebalanceMember {
         final KafkaConsumer<byte[], byte[]> consumer;
         final KafkaProducer<byte[], byte[]> producer;
         final Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        final Map<TopicPartition, Long> firsts = new HashMap<>(); // each partition's first input in the txn
         final TreeSet<Integer> owned = new TreeSet<>();
         boolean open;
         long since;
@@ -164,7 +166,12 @@ public final class RebalanceMember {
             if (!open) {
                 return;
             }
-            producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+            try {
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+            } catch (RuntimeException e) {
+                throw new RuntimeException("sendOffsetsToTransaction (member epoch "
+                        + consumer.groupMetadata().generationId() + "): " + e.getMessage(), e);
+            }
             producer.commitTransaction();
             emit("commit", "\"inputs\": " + inputs);
             reset();
@@ -177,6 +184,11 @@ public final class RebalanceMember {
                 } catch (Exception e) {
                     emit("fail", "abort: " + e.getClass().getSimpleName() + ": " + e.getMessage());
                 }
+                for (Map.Entry<TopicPartition, Long> first : firsts.entrySet()) {
+                    if (consumer.assignment().contains(first.getKey())) {
+                        consumer.seek(first.getKey(), first.getValue());
+                    }
+                }
             }
             reset();
         }
@@ -185,6 +197,7 @@ public final class RebalanceMember {
             open = false;
             inputs = 0;
             offsets.clear();
+            firsts.clear();
         }
 
         @Override
