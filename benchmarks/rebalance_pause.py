@@ -9,6 +9,8 @@ each change at time T:
 - ``kept_pause_s``: the longest time a partition that did NOT change owner went without committed output,
   over [T - 1 s, T + settle] (the steady state is a commit per 100 ms); for the slow scenario, over the
   partitions of the members that are not slow;
+- ``steady_s``: the longest such gap of any partition over 2 s before the first change, when nothing
+  changes: the noise floor (commit cadence, the monitor's polling, the machine's load);
 - ``moved_resume_s``: the time from T until the last of the partitions that changed owner had committed
   output from its new owner (the whole window when one had none); for the slow scenario, of the
   partitions taken by members that are not slow (the slow one, behind on its input, may not advance every
@@ -102,6 +104,17 @@ class Commits:
             if t < before:
                 owners.update(dict.fromkeys(parts, name))
         return owners
+
+    def longest_gap(self, start: float, end: float) -> float:
+        """The longest time any partition went without committed output over [start, end]: the steady
+        state's noise floor (commit cadence, the monitor's polling, the machine's load)."""
+        with self.lock:
+            events = [e for e in self.events if start <= e[0] <= end]
+        gap = 0.0
+        for p in range(PARTITIONS):
+            times = [start] + [t for t, _, parts in events if p in parts] + [end]
+            gap = max(gap, max(b - a for a, b in itertools.pairwise(times)))
+        return round(gap, 3)
 
     def measure(self, change_at: float, settle_until: float, after_owners: dict[int, str],
                 kept_of: set[str] | None = None) -> dict[str, Any]:
@@ -368,7 +381,8 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         fleet.start("p1")
         fleet.start("p2")
         fleet.settled({"p1", "p2"})
-        time.sleep(2)
+        time.sleep(3)
+        out["steady_s"] = fleet.commits.longest_gap(time.monotonic() - 2.0, time.monotonic())
         t = fleet.start("p3").ready_at
         time.sleep(settle_s)
         out["join"] = fleet.measure("join", t)
@@ -453,16 +467,18 @@ def cell(runs: list[dict[str, Any]], change: str, key: str) -> str:
 
 
 def table(results: dict[str, list[dict[str, Any]]]) -> str:
-    lines = ["| variant | " + " | ".join(CHANGES) + " | CPU us/input |",
-             "|---|" + "---|" * (len(CHANGES) + 1)]
+    lines = ["| variant | steady | " + " | ".join(CHANGES) + " | CPU us/input |",
+             "|---|" + "---|" * (len(CHANGES) + 2)]
     for variant, runs in results.items():
         if not runs:
             continue
         cells = [f"{cell(runs, c, 'kept_pause_s')} / {cell(runs, c, 'moved_resume_s')}" for c in CHANGES]
         cpu = statistics.median(r["cpu_us_per_input"] for r in runs)
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {cpu:.0f} |")
-    lines.append("\n(kept partitions' longest pause / moved partitions' time to resume, seconds: median "
-                 "(range) of the rounds; CPU: the members' processes per committed input, median)")
+        steady = statistics.median(r.get("steady_s", 0.0) for r in runs)
+        lines.append(f"| {variant} | {steady:.2f} | " + " | ".join(cells) + f" | {cpu:.0f} |")
+    lines.append("\n(steady: the longest gap with no change, median; per change: kept partitions' longest "
+                 "pause / moved partitions' time to resume, seconds: median (range) of the rounds; CPU: the "
+                 "members' processes per committed input, median)")
     return "\n".join(lines)
 
 
