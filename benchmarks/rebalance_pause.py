@@ -49,6 +49,7 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -82,6 +83,8 @@ OUR_VARIANTS = ("classic-static", "classic-dynamic", "consumer", "consumer-abort
 VARIANTS = (*OUR_VARIANTS, "confluent", "java")
 CHANGES = ("join", "leave", "kill", "slow_join", "slow_leave")
 MEMBER = HERE / "_rebalance_member.py"
+HEARTBEAT_S = 0.5  # --heartbeat-ms
+SLOW_S = 1.5  # the slow member's time per batch (_rebalance_member.SLOW_S)
 
 
 class Commits:
@@ -372,8 +375,13 @@ def topics(bootstrap: str) -> tuple[str, str]:
 
 
 def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: float, log_dir: Path,
-                java: tuple[str, Path] | None, trace: bool = False) -> dict[str, Any]:
+                java: tuple[str, Path] | None, rng: random.Random, trace: bool = False) -> dict[str, Any]:
+    """One round of ``variant``. Each change comes a random while (``rng``: the same draws for every
+    variant of a round) after the group settled: the members' heartbeats and, in the slow scenario, the
+    slow member's 1.5 s batches are phase-locked to when it settled, and a change at a fixed offset from
+    them would measure one phase only (the moved partitions' resume time depends on it)."""
     out: dict[str, Any] = {}
+    beat = rng.uniform  # beat(0, HEARTBEAT_S): within one heartbeat interval; (0, SLOW_S): one slow batch
     in_topic, out_topic = topics(bootstrap)
     feeder = Feeder(bootstrap, in_topic)
     fleet = Fleet(variant, bootstrap, in_topic, out_topic, log_dir, java, trace)
@@ -383,15 +391,18 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         fleet.settled({"p1", "p2"})
         time.sleep(3)
         out["steady_s"] = fleet.commits.longest_gap(time.monotonic() - 2.0, time.monotonic())
+        time.sleep(beat(0, HEARTBEAT_S))
         t = fleet.start("p3").ready_at
         time.sleep(settle_s)
         out["join"] = fleet.measure("join", t)
         fleet.settled({"p1", "p2", "p3"})
+        time.sleep(beat(0, HEARTBEAT_S))
         t = time.monotonic()
         fleet.members["p1"].leave()
         time.sleep(max(0.0, t + settle_s - time.monotonic()))
         out["leave"] = fleet.measure("leave", t)
         fleet.settled({"p2", "p3"})
+        time.sleep(beat(0, HEARTBEAT_S))
         t = time.monotonic()
         fleet.members["p2"].kill()
         time.sleep(max(0.0, t + kill_settle_s - time.monotonic()))
@@ -406,10 +417,11 @@ def run_variant(variant: str, bootstrap: str, settle_s: float, kill_settle_s: fl
         slow.start("s1", slow=True)
         slow.start("s2")
         slow.running({"s1", "s2"})
-        time.sleep(2)
+        time.sleep(2 + beat(0, SLOW_S))
         t = slow.start("s3").ready_at
         time.sleep(settle_s + 3)
         out["slow_join"] = slow.measure("slow_join", t, kept_of={"s2", "s3"})
+        time.sleep(beat(0, SLOW_S))
         t = time.monotonic()
         slow.members["s3"].leave()
         time.sleep(max(0.0, t + settle_s + 3 - time.monotonic()))
@@ -528,11 +540,14 @@ def main() -> None:
     parser.add_argument("--log-dir", type=Path, help="the members' stderr (default: a temporary directory)")
     parser.add_argument("--trace", action="store_true",
                         help="also write each fleet's output times and member events to the log directory")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the changes' random delays (the same for every variant of a round)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the Kafka node on the way out
-    global TXN_MS
+    global TXN_MS, HEARTBEAT_S
     TXN_MS = args.max_txn_ms
+    HEARTBEAT_S = args.heartbeat_ms / 1000
     variants = args.variants.split(",")
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
@@ -548,7 +563,8 @@ def main() -> None:
                 for variant in variants:
                     kill_settle = (SESSION_MS + TXN_TIMEOUT_MS) / 1000 + args.settle_s
                     load = os.getloadavg()[0]
-                    result = run_variant(variant, bootstrap, args.settle_s, kill_settle, log_dir, java,
+                    rng = random.Random(f"{args.seed}-{round_}")
+                    result = run_variant(variant, bootstrap, args.settle_s, kill_settle, log_dir, java, rng,
                                          args.trace)
                     result["load_avg_1m"] = round((load + os.getloadavg()[0]) / 2, 2)
                     results[variant].append(result)
