@@ -22,9 +22,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "PIPELINE_SOURCE", "STREAM_SOURCE", "JavaUnavailable",
-           "compile_bench", "java_classpath", "java_command", "java_versions", "kafka_clients_version",
-           "pipeline_command", "stream_command"]
+__all__ = ["JAVA_CLIENT", "JAVA_WARMUP_S", "PIPELINE_SOURCE", "REBALANCE_SOURCE", "STREAM_SOURCE",
+           "JavaUnavailable", "compile_bench", "java_classpath", "java_command", "java_versions",
+           "kafka_clients_version", "pipeline_command", "rebalance_member_command", "stream_command"]
 
 JAVA_CLIENT = "java"
 JAVA_WARMUP_S = 3.0  # untimed seconds of the scenario's loop before a Java run is measured
@@ -32,6 +32,8 @@ SOURCE = Path(__file__).resolve().parent / "java" / "TxnBench.java"
 #: S4/S5's Java loops; it uses TxnBench's helpers, so the two are compiled together
 PIPELINE_SOURCE = Path(__file__).resolve().parent / "java" / "PipelineBench.java"
 STREAM_SOURCE = Path(__file__).resolve().parent / "java" / "TxnStream.java"  # failover.py's stream
+#: rebalance_pause.py's member: KIP-848 consumer + transactional producer
+REBALANCE_SOURCE = Path(__file__).resolve().parent / "java" / "RebalanceMember.java"
 _CLIENTS_JAR = re.compile(r"kafka-clients-(\d[\w.\-]*)\.jar$")
 
 
@@ -115,6 +117,13 @@ def stream_command(classpath: str, classes: Path, bootstrap: str, topic: str, tr
     """The Java client's failover stream (``TxnStream.java``), with the JVM's defaults."""
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnStream", bootstrap, topic,
             transactional_id, str(records_per_txn), str(int(interval_ms))]
+
+
+def rebalance_member_command(classpath: str, classes: Path, bootstrap: str, group: str, name: str,
+                             input_topic: str, output_topic: str, slow: bool, max_txn_ms: int) -> list[str]:
+    """One member of ``rebalance_pause.py``'s group (``RebalanceMember.java``), with the JVM's defaults."""
+    return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "RebalanceMember", bootstrap, group,
+            name, input_topic, output_topic, "1" if slow else "0", str(max_txn_ms)]
 
 
 def kafka_clients_version(classpath: str) -> str | None:

@@ -42,7 +42,7 @@ PARTITIONS = 6
 # (label, module, owner, function): the polling thread's phases (the Sender's are phase_profile's)
 POLLING_PHASES = [
     ("poll (consumer: fetch, decode, group)", "txnproducer.consumer", "TransactionalConsumer", "_poll"),
-    ("  the group member's poll", "txnproducer._internal.group.member", "GroupMember", "poll"),
+    ("  the group member's poll", "txnproducer._internal.group.classic.member", "GroupMember", "poll"),
     ("  hand records out (take, positions)", "txnproducer._internal.fetch.fetcher", "Fetcher", "collect"),
     ("    decode (compiled)", "txnproducer._internal.fetch.completed_fetch", "CompletedFetch", "_decode"),
     ("    send the next Fetch", "txnproducer._internal.fetch.fetcher", "Fetcher", "send_fetches"),

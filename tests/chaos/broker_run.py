@@ -66,6 +66,21 @@ CONSUMER: dict[str, Any] = {
     "reconnect_backoff_max_ms": 1000,
     "fetch_max_wait_ms": 100,
 }
+# BROKER_CHAOS_GROUP_PROTOCOL=consumer: the pipeline in a KIP-848 group, paced by the cluster as the classic
+# settings above pace it (a heartbeat every second, a dead member dropped after 10 s): CLUSTER_SETTINGS
+CONSUMER_PROTOCOL_CLUSTER = {"group.consumer.heartbeat.interval.ms": "1000",
+                             "group.consumer.min.heartbeat.interval.ms": "1000",
+                             "group.consumer.session.timeout.ms": "10000",
+                             "group.consumer.min.session.timeout.ms": "10000"}
+
+
+def consumer_settings(group_protocol: str) -> dict[str, Any]:
+    """The pipeline's consumer settings for ``group_protocol`` ("classic" or "consumer"; the consumer
+    protocol's pace is the cluster's, :data:`CONSUMER_PROTOCOL_CLUSTER`)."""
+    if group_protocol == "classic":
+        return dict(CONSUMER)
+    kept = {k: v for k, v in CONSUMER.items() if k not in ("session_timeout_ms", "heartbeat_interval_ms")}
+    return {**kept, "group_protocol": group_protocol}
 
 
 def _env(name: str, default: str) -> str:
@@ -84,23 +99,33 @@ class BrokerChaosSettings:
     kinds: tuple[str, ...] = FAULT_KINDS
     slack_s: float = 2.0
     calm_transactions: int = 5
+    group_protocol: str = "classic"  # the pipeline's group protocol
 
     @classmethod
     def from_env(cls) -> BrokerChaosSettings:
         """BROKER_CHAOS_SEED (default: random), BROKER_CHAOS_SECONDS (300), BROKER_CHAOS_PRODUCERS (4),
         BROKER_CHAOS_PROCESSORS (2), BROKER_CHAOS_FAULTS (comma-separated kinds; default all),
-        BROKER_CHAOS_SLACK_S (2.0)."""
+        BROKER_CHAOS_SLACK_S (2.0), BROKER_CHAOS_GROUP_PROTOCOL (classic, or consumer: the pipeline in a
+        KIP-848 group; CHAOS_GROUP_PROTOCOL, the MockCluster tier's switch, when it is not set)."""
         kinds = _env("BROKER_CHAOS_FAULTS", ",".join(FAULT_KINDS))
         return cls(seed=int(_env("BROKER_CHAOS_SEED", str(random.SystemRandom().randrange(2**32)))),
                    seconds=float(_env("BROKER_CHAOS_SECONDS", "300")),
                    producers=int(_env("BROKER_CHAOS_PRODUCERS", "4")),
                    processors=int(_env("BROKER_CHAOS_PROCESSORS", "2")),
                    kinds=tuple(k for k in kinds.split(",") if k),
-                   slack_s=float(_env("BROKER_CHAOS_SLACK_S", "2.0")))
+                   slack_s=float(_env("BROKER_CHAOS_SLACK_S", "2.0")),
+                   group_protocol=_env("BROKER_CHAOS_GROUP_PROTOCOL",
+                                       _env("CHAOS_GROUP_PROTOCOL", "classic")))
+
+    @property
+    def cluster_settings(self) -> dict[str, str]:
+        """The server properties the run needs on every node (the consumer protocol's pace)."""
+        return dict(CONSUMER_PROTOCOL_CLUSTER) if self.group_protocol == "consumer" else {}
 
     def describe(self) -> str:
         return (f"BROKER_CHAOS_SEED={self.seed} BROKER_CHAOS_SECONDS={self.seconds:g} "
                 f"BROKER_CHAOS_PRODUCERS={self.producers} BROKER_CHAOS_PROCESSORS={self.processors} "
+                f"BROKER_CHAOS_GROUP_PROTOCOL={self.group_protocol} "
                 f"BROKER_CHAOS_FAULTS={','.join(self.kinds)}")
 
 
@@ -132,7 +157,8 @@ class BrokerChaosResult:
         seen = ", ".join(f"{name} {n}" for name, n in errors.most_common()) or "none"
         rare = [f"  {e.producer}#{e.txn} {e.call}: {e.error[:300]}" for e in self.ledger.errors
                 if errors[f"{e.call}: {e.error.split('(', 1)[0]}"] <= 3]
-        return (f"broker chaos seed={self.settings.seed}: {t['total']} producer transactions "
+        return (f"broker chaos seed={self.settings.seed} group protocol {self.settings.group_protocol}: "
+                f"{t['total']} producer transactions "
                 f"({t['committed']} committed, {t['aborted']} aborted, {t['unknown']} unknown) in "
                 f"{self.producer_starts} producer processes; {self.eos['committed']} pipeline commits, "
                 f"{self.eos['aborted']} aborts, {self.eos['restarts']} restarts; in {self.seconds:.0f}s\n"
@@ -174,7 +200,8 @@ def run_broker_chaos(settings: BrokerChaosSettings, cluster: KafkaCluster,
                                  PRODUCER_SETTINGS, settings.calm_transactions, deadline,
                                  random.Random(rng.random()))
                  for i in range(settings.producers)]
-    group = _eos_group(cluster.bootstrap, ledger, random.Random(rng.random()), settings.processors)
+    group = _eos_group(cluster.bootstrap, ledger, random.Random(rng.random()), settings.processors,
+                       consumer_settings(settings.group_protocol))
     eos_ids = [f"{GROUP}-{name}" for name in group.names]
     scheduler = BrokerFaultScheduler(
         cluster, random.Random(rng.random()), producers, [p.transactional_id for p in producers] + eos_ids,
@@ -236,8 +263,9 @@ def _fence_times(cluster: KafkaCluster, faults: list[BrokerFault]) -> dict[str, 
     return out
 
 
-def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: int) -> EosGroup:
-    threads = ProcessorThreads(bootstrap, IN, EOS_OUT, GROUP, CONSUMER, dict(PRODUCER_SETTINGS), READ_WAIT_S)
+def _eos_group(bootstrap: str, ledger: Ledger, rng: random.Random, processors: int,
+               consumer: dict[str, Any]) -> EosGroup:
+    threads = ProcessorThreads(bootstrap, IN, EOS_OUT, GROUP, consumer, dict(PRODUCER_SETTINGS), READ_WAIT_S)
     lock = threading.Lock()
 
     def overrides() -> dict[str, Any]:

@@ -38,7 +38,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
     BROKER_CHAOS_KEEP=1)."""
     assert HOME is not None
     workdir = Path(tempfile.mkdtemp(prefix="txnproducer-chaos-cluster-"))
-    cluster = KafkaCluster(HOME, workdir)
+    cluster = KafkaCluster(HOME, workdir, settings=SETTINGS.cluster_settings)
     failed_before = request.session.testsfailed
     try:
         cluster.start()

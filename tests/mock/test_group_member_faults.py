@@ -185,7 +185,7 @@ def test_an_answer_the_member_cannot_process_fails_the_poll_instead_of_hanging(
         cluster: MockCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """kafka-python's futures swallow what a callback raises; the member turns it into the round's
     failure, so poll raises a FatalError naming it instead of waiting for an answer forever."""
-    from txnproducer._internal.group import join_group
+    from txnproducer._internal.group.classic import join_group
 
     def broken(*_args: object) -> None:
         raise KeyError("something this member did not expect")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -168,30 +169,60 @@ def main() -> None:
         if query.exception() is not None:
             raise SystemExit(f"query failed: {query.exception()}")
     if args.control:
-        stream = (spark.readStream.format("txnkafka_test_counter")
-                  .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
-        query = (stream.writeStream.format("txnkafka").options(**options)
-                 .option("checkpointLocation", args.checkpoint).start())
-        queries = [query] + ([_pipe(spark, args, options, available_now=False)] if args.pipe_topic else [])
+        def counter() -> Any:
+            stream = (spark.readStream.format("txnkafka_test_counter")
+                      .option("control", args.control).option("rowsPerBatch", args.rows_per_batch).load())
+            return (stream.writeStream.format("txnkafka").options(**options)
+                    .option("checkpointLocation", args.checkpoint).start())
+
+        def pipe() -> Any:
+            return _pipe(spark, args, options, available_now=False)
+
+        starts = [counter] + ([pipe] if args.pipe_topic else [])
+        queries = [start() for start in starts]
+        restarts = 0
         # The test writes "stop" to the control file once it saw the last batch; between two looks
         # the driver waits on the queries themselves, so a query that fails ends the wait at once.
         while _allowed(args.control) is not None:
-            for running in queries:
+            for i, running in enumerate(queries):
                 try:
                     ended = running.awaitTermination(0.2)
                 except Exception as exc:  # StreamingQueryException: the query failed
-                    raise SystemExit(f"query failed: {exc}") from exc
+                    restarts = _count_restart(exc, restarts)
+                    queries[i] = starts[i]()  # on its checkpoint, as a supervisor would
+                    continue
                 if ended:
                     raise SystemExit(f"query ended before the test stopped it: {running.exception()}")
         for running in queries:
             running.stop()
         if args.pipe_topic:  # started again on its checkpoint: what is left, then it ends
-            drain = _pipe(spark, args, options, available_now=True)
-            try:
-                drain.awaitTermination(300)
-            except Exception as exc:
-                raise SystemExit(f"query failed: {exc}") from exc
+            while True:
+                drain = _pipe(spark, args, options, available_now=True)
+                try:
+                    drain.awaitTermination(300)
+                    break
+                except Exception as exc:
+                    restarts = _count_restart(exc, restarts)
     spark.stop()
+
+
+#: Spark gives a Python planner worker (the one that creates a Python data source or plans its reads on
+#: the driver) 10 s to start and connect back - ``PythonWorkerFactory.createSimpleWorker``, not a setting.
+#: The whole suite beside a Spark cluster on two CPUs can exceed that while a query starts, and the
+#: query fails with this message before it reads anything. The driver then starts that query again on
+#: its checkpoint, as a supervisor restarts a failed query (saying so on stderr); any other failure, or
+#: more than ``_MAX_RESTARTS`` of these, ends the driver.
+_WORKER_START_TIMEOUT = "Python worker failed to connect back"
+_MAX_RESTARTS = 3
+
+
+def _count_restart(exc: BaseException, restarts: int) -> int:
+    """The restarts so far plus this one, or SystemExit when the failure is not Spark's worker start."""
+    if _WORKER_START_TIMEOUT not in str(exc) or restarts >= _MAX_RESTARTS:
+        raise SystemExit(f"query failed: {exc}") from exc
+    print(f"spark_app: a query failed to start a Python worker in Spark's 10 s; started again on its"
+          f" checkpoint ({restarts + 1} of at most {_MAX_RESTARTS})", file=sys.stderr, flush=True)
+    return restarts + 1
 
 
 def _pipe(spark: Any, args: argparse.Namespace, options: dict[str, str], available_now: bool) -> Any:

@@ -21,7 +21,8 @@ from kafka.protocol.metadata import FindCoordinatorResponse
 from kafka.structs import TopicPartition
 
 from txnproducer import errors
-from txnproducer._internal.group import find_coordinator, heartbeat, join_group, offset_fetch, sync_group
+from txnproducer._internal.group import find_coordinator, offset_fetch
+from txnproducer._internal.group.classic import heartbeat, join_group, sync_group
 from txnproducer._internal.group.failures import Retry, RoundFailure
 from txnproducer._internal.group.settings import GroupSettings
 from txnproducer._internal.group.state import NO_GENERATION, Generation, GroupState, MemberState

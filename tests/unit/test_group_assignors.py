@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from txnproducer._internal.group.assignors import (
+from txnproducer._internal.group.classic.assignors import (
     ASSIGNORS,
     MemberSubscription,
     assign_range,

@@ -23,6 +23,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "txnproducer"
 MAX_LINES = 600
 
+_GROUP_ROOM_IMPORTS = (
+    "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+    "txnproducer._internal.network", "txnproducer._internal.log",
+)
+#: what both group protocols' members share: every module of the group room outside classic/ and kip848/
+_GROUP_SHARED = tuple(
+    f"txnproducer._internal.group.{p.stem}" for p in (PACKAGE / "_internal" / "group").glob("*.py")
+    if p.stem != "__init__"
+)
+
 # room (module prefix) -> the txnproducer modules it may import, besides its own room. The first
 # matching prefix wins, so the more specific rooms come first.
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [
@@ -65,11 +75,11 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer.errors", "txnproducer.consumer_config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.accel", "txnproducer._internal.log",
     )),
-    # consumer group membership: our own classic-protocol member over the network room's connections
-    ("txnproducer._internal.group", (
-        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
-        "txnproducer._internal.network", "txnproducer._internal.log",
-    )),
+    # consumer group membership: our own members of both group protocols over the network room's
+    # connections; each protocol's member uses the room's shared modules, never the other protocol's
+    ("txnproducer._internal.group.classic", (*_GROUP_ROOM_IMPORTS, *_GROUP_SHARED)),
+    ("txnproducer._internal.group.kip848", (*_GROUP_ROOM_IMPORTS, *_GROUP_SHARED)),
+    ("txnproducer._internal.group", _GROUP_ROOM_IMPORTS),
     # what a Produce answer's error code means: a table over the protocol's codes
     ("txnproducer._internal.produce_errors", ("txnproducer.errors", "txnproducer._internal.protocol")),
     ("txnproducer._internal.overdue", (

@@ -12,7 +12,7 @@ member.
 
 What it may import: what the group room may (``txnproducer.errors``, ``_internal.protocol``,
 ``_internal.network``, ``_internal.log``) and the room's shared modules - never the classic protocol's
-rounds (``join_group``, ``sync_group``, ``rebalance``, ``heartbeat``).
+member and rounds (``classic/``).
 """
 
 from .member import ConsumerGroupMember

@@ -1,5 +1,5 @@
 """A consumer group member of the KIP-848 consumer protocol: :class:`ConsumerGroupMember`, behind the same
-interface as the classic :class:`~txnproducer._internal.group.member.GroupMember`.
+interface as the classic :class:`~txnproducer._internal.group.classic.member.GroupMember`.
 
 Why it reconciles on the polling thread: as in the Java client, partitions change hands only inside a
 ``poll``. The IO thread (``heartbeat_loop.py``) heartbeats and turns each new assignment into a target;

@@ -34,19 +34,19 @@ from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.network.settings import ConnectionSettings
 from txnproducer._internal.protocol.consumer_protocol import decode_assignment, encode_subscription
 
-from .committed import CommittedOffsets
-from .coordinator import CoordinatorLink
-from .failures import Retry
+from ..committed import CommittedOffsets
+from ..coordinator import CoordinatorLink
+from ..failures import Retry
+from ..hooks import RebalanceHooks, SubscriptionPattern
+from ..io_thread import GroupIo
+from ..offset_fetch import CommittedOffset
+from ..settings import GroupSettings
+from ..state import Generation, GroupState, MemberState
+from ..waits import MemberWaits
 from .heartbeat import HeartbeatTimer
 from .heartbeat_loop import HeartbeatLoop
-from .hooks import RebalanceHooks, SubscriptionPattern
-from .io_thread import GroupIo
 from .leave_group import maybe_leave_group
-from .offset_fetch import CommittedOffset
 from .rebalance import JoinRound, Rebalancer
-from .settings import GroupSettings
-from .state import Generation, GroupState, MemberState
-from .waits import MemberWaits
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT_S", "GroupMember"]
 

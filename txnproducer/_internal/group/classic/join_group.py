@@ -33,10 +33,10 @@ from txnproducer import errors
 from txnproducer._internal.protocol import error_codes as ec
 from txnproducer._internal.protocol.consumer_protocol import PROTOCOL_TYPE
 
-from .failures import Retry, RoundFailure, fatal_join_error
-from .settings import GroupSettings
-from .state import Generation, GroupState, MemberState
-from .versions import choose_version
+from ..failures import Retry, RoundFailure, fatal_join_error
+from ..settings import GroupSettings
+from ..state import Generation, GroupState, MemberState
+from ..versions import choose_version
 
 __all__ = ["Joined", "build_request", "read_response"]
 

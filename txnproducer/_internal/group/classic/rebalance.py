@@ -32,14 +32,14 @@ from txnproducer._internal.protocol.consumer_protocol import (
     encode_assignment,
 )
 
+from ..coordinator import CoordinatorLink
+from ..failures import Retry, RoundFailure
+from ..io_thread import GroupIo
+from ..settings import GroupSettings
+from ..state import Generation, GroupState, MemberState
 from . import join_group, sync_group, topic_metadata
 from .assignors import ASSIGNORS, MemberSubscription
-from .coordinator import CoordinatorLink
-from .failures import Retry, RoundFailure
 from .heartbeat import HeartbeatTimer
-from .io_thread import GroupIo
-from .settings import GroupSettings
-from .state import Generation, GroupState, MemberState
 
 __all__ = ["JoinRound", "Rebalancer"]
 

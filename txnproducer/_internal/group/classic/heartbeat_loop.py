@@ -17,13 +17,13 @@ from typing import Any
 
 from txnproducer._internal.log import get_logger
 
+from ..coordinator import CoordinatorLink
+from ..io_thread import GroupIo
+from ..settings import GroupSettings
+from ..state import Generation, GroupState
 from . import heartbeat, leave_group
-from .coordinator import CoordinatorLink
 from .heartbeat import HeartbeatTimer, HeartbeatVerdict
-from .io_thread import GroupIo
 from .rebalance import Rebalancer
-from .settings import GroupSettings
-from .state import Generation, GroupState
 
 __all__ = ["HeartbeatLoop"]
 

@@ -36,10 +36,10 @@ from kafka.protocol.consumer.group import HeartbeatRequest
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol import error_codes as ec
 
-from .failures import fenced_instance_error
-from .settings import GroupSettings
-from .state import Generation, GroupState, MemberState
-from .versions import choose_version
+from ..failures import fenced_instance_error
+from ..settings import GroupSettings
+from ..state import Generation, GroupState, MemberState
+from ..versions import choose_version
 
 __all__ = ["HeartbeatTimer", "HeartbeatVerdict", "build_request", "read_response"]
 

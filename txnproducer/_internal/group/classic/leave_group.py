@@ -20,10 +20,10 @@ from kafka.protocol.consumer.group import LeaveGroupRequest
 from txnproducer._internal.log import get_logger
 from txnproducer._internal.protocol import error_codes as ec
 
-from .coordinator import CoordinatorLink
-from .settings import GroupSettings
-from .state import Generation, GroupState, MemberState
-from .versions import choose_version
+from ..coordinator import CoordinatorLink
+from ..settings import GroupSettings
+from ..state import Generation, GroupState, MemberState
+from ..versions import choose_version
 
 __all__ = ["build_request", "maybe_leave_group", "response_errors"]
 

@@ -22,7 +22,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from txnproducer._internal.protocol import error_codes as ec
 
-from .versions import choose_version
+from ..versions import choose_version
 
 __all__ = ["build_request", "partition_counts"]
 
