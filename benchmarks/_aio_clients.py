@@ -49,8 +49,8 @@ class OursAio:
     async def begin(self) -> None:
         self.producer.begin_transaction()
 
-    async def send(self, topic: str, value: bytes) -> None:
-        await self.producer.send(topic, value)
+    async def send(self, topic: str, value: bytes, partition: int | None = None) -> None:
+        await self.producer.send(topic, value, partition=partition)
 
     async def commit(self) -> None:
         await self.producer.commit_transaction()
@@ -77,8 +77,12 @@ class ConfluentAio:
     async def begin(self) -> None:
         await self.producer.begin_transaction()
 
-    async def send(self, topic: str, value: bytes) -> None:
-        await self.producer.produce(topic, value)  # the delivery future it returns is not awaited
+    async def send(self, topic: str, value: bytes, partition: int | None = None) -> None:
+        # the delivery future it returns is not awaited
+        if partition is None:
+            await self.producer.produce(topic, value)
+        else:
+            await self.producer.produce(topic, value, partition=partition)
 
     async def commit(self) -> None:
         await self.producer.commit_transaction(BLOCK_TIMEOUT_S)
@@ -106,8 +110,8 @@ class AioKafka:
     async def begin(self) -> None:
         await self.producer.begin_transaction()
 
-    async def send(self, topic: str, value: bytes) -> None:
-        await self.producer.send(topic, value)  # the delivery future it returns is not awaited
+    async def send(self, topic: str, value: bytes, partition: int | None = None) -> None:
+        await self.producer.send(topic, value, partition=partition)  # its delivery future is not awaited
 
     async def commit(self) -> None:
         await self.producer.commit_transaction()
@@ -124,13 +128,21 @@ def make_aio_client(name: str, bootstrap: str, transactional_id: str) -> Any:
 
 
 async def run_async_workload(client: Any, topic: str, num_records: int, record_size: int,
-                             records_per_txn: int, max_seconds: float) -> PerfResult:
-    """``txnproducer.perf.run_workload``'s loop with ``await`` (records_per_txn only)."""
+                             records_per_txn: int, max_seconds: float, warmup_transactions: int = 0,
+                             spread: int | None = None) -> PerfResult:
+    """``txnproducer.perf.run_workload``'s loop with ``await`` (records_per_txn only), after
+    ``warmup_transactions`` untimed ones; ``spread``: record i of a transaction to partition i % spread."""
     payload = os.urandom(record_size)
     t0 = time.monotonic()
     await client.init()
     await client.prepare(topic)  # the topic's metadata, before the clock (perf.TxnClient.prepare)
     init_s = time.monotonic() - t0
+    parts = [None if spread is None else i % spread for i in range(records_per_txn)]
+    for _ in range(warmup_transactions):
+        await client.begin()
+        for partition in parts:
+            await client.send(topic, payload, partition)
+        await client.commit()
     latencies: list[float] = []
     sent = transactions = 0
     cpu_start, app_cpu_start = time.process_time(), time.thread_time()
@@ -138,8 +150,8 @@ async def run_async_workload(client: Any, topic: str, num_records: int, record_s
     deadline = start + max_seconds if max_seconds else math.inf
     while sent < num_records:
         await client.begin()
-        for _ in range(min(records_per_txn, num_records - sent)):
-            await client.send(topic, payload)
+        for partition in parts[:min(records_per_txn, num_records - sent)]:
+            await client.send(topic, payload, partition)
             sent += 1
         commit_start = time.monotonic()
         await client.commit()
@@ -156,7 +168,8 @@ async def run_async_workload(client: Any, topic: str, num_records: int, record_s
 
 
 def run_aio(name: str, bootstrap: str, transactional_id: str, topic: str, num_records: int,
-            record_size: int, records_per_txn: int, max_seconds: float) -> PerfResult:
+            record_size: int, records_per_txn: int, max_seconds: float, warmup_transactions: int = 0,
+            spread: int | None = None) -> PerfResult:
     """One run of an asyncio client on a fresh event loop (constructed inside it: confluent's
     AIOProducer binds to the running loop)."""
 
@@ -164,7 +177,7 @@ def run_aio(name: str, bootstrap: str, transactional_id: str, topic: str, num_re
         client = make_aio_client(name, bootstrap, transactional_id)
         try:
             result = await run_async_workload(client, topic, num_records, record_size, records_per_txn,
-                                              max_seconds)
+                                              max_seconds, warmup_transactions, spread)
             if isinstance(client, OursAio):
                 result.extra.update(producer_diagnostics(client.producer))
         finally:

@@ -12,6 +12,7 @@ own loop: ``_pipelines.py``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -20,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from a source tree
-    sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:  # run as a script from a source tree: after PYTHONPATH's entries, so that
+    # compare.py --tree (PYTHONPATH=another tree) runs that tree's txnproducer with this harness
+    sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), str(ROOT))
 
+import _pipelines  # noqa: E402
 from _aio_clients import AIO_CLIENTS, run_aio  # noqa: E402
 from _pipelines import PIPELINE_CLIENTS, READ_CLIENTS, run_pipeline, run_read  # noqa: E402
 
+import txnproducer  # noqa: E402
 from txnproducer.perf import (  # noqa: E402
     TxnClient,
     TxnProducerClient,
@@ -56,6 +60,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
            "title": "1 record/txn: transactions/s"},
     "S3": {"records_per_txn": 10, "num_records": 5_000, "max_seconds": 15.0,
            "title": "10 records/txn: commit latency"},
+    # ten records over six partitions, each to partition i % 6 (the partition argument of send):
+    # a transaction of six batches and six partitions for the coordinator, as an order and its
+    # items spread by key would be
+    "S6": {"records_per_txn": 10, "num_records": 5_000, "max_seconds": 15.0, "spread": 6,
+           "title": "10 records over 6 partitions/txn"},
     "S4": {"records_per_txn": 1000, "num_records": 200_000, "max_seconds": 60.0,
            "title": "consume-transform-produce: inputs/s"},
     "S5": {"records_per_txn": None, "num_records": 200_000, "max_seconds": 60.0,
@@ -184,15 +193,67 @@ def make_client(name: str, bootstrap: str, transactional_id: str, batch_size: in
     raise ValueError(f"unknown client {name!r}; one of {', '.join(CLIENTS)}")
 
 
+class Initialized:
+    """A client whose ``init()`` (and ``prepare()``) ran already: ``run_workload`` calls them on every
+    run, and a warm-up run comes before the measured one on the same producer. ``spread`` sends each
+    record of a transaction to the next of that many partitions (S6); None leaves the choice to the
+    client's partitioner. The other calls are the client's own bound methods."""
+
+    def __init__(self, client: Any, spread: int | None = None) -> None:
+        self.name = client.name
+        self.queue_full = client.queue_full
+        self.on_queue_full = client.on_queue_full
+        self.begin = client.begin
+        self.commit = client.commit
+        self.close = client.close
+        if spread is None:
+            self.send = client.send
+        else:  # every library's send takes partition= (ours, kafka-python's send, librdkafka's produce)
+            send, begin = client.send, client.begin
+            cycle = [itertools.cycle(range(spread)).__next__]
+
+            def begin_spread() -> None:  # record i of each transaction to partition i % spread
+                cycle[0] = itertools.cycle(range(spread)).__next__
+                begin()
+
+            self.begin = begin_spread
+            self.send = lambda topic, value: send(topic, value, partition=cycle[0]())
+
+    def init(self) -> None:
+        pass
+
+    def prepare(self, topic: str) -> None:
+        pass
+
+
+def run_warmed(client: Any, topic: str, num_records: int, records_per_txn: int, max_seconds: float,
+               warmup_transactions: int, spread: int | None) -> Any:
+    """``run_workload`` after ``warmup_transactions`` untimed transactions of the same shape on the same
+    producer (what the JVM needs to compile its hot paths: about 6,000; the Python clients have no JIT,
+    but run the same warm-up so every client is measured in the same state)."""
+    client.init()
+    client.prepare(topic)
+    ready = Initialized(client, spread)
+    if warmup_transactions > 0:
+        run_workload(ready, topic, warmup_transactions * records_per_txn, RECORD_SIZE,
+                     records_per_txn=records_per_txn)
+    return run_workload(ready, topic, num_records, RECORD_SIZE, records_per_txn=records_per_txn,
+                        max_seconds=max_seconds)
+
+
 # --- entry point -------------------------------------------------------------------------------------------
 
 
 def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_records: int | None,
             max_seconds: float | None, input_topic: str | None = None,
-            batch_size: int | None = None, security: dict[str, str] | None = None) -> dict[str, Any]:
-    """``batch_size`` (S1-S3, the sync clients): the same batch size for every client; ``security``
-    (S1-S3, the sync clients): a secured listener's settings."""
+            batch_size: int | None = None, security: dict[str, str] | None = None,
+            warmup_transactions: int = 0, s4_records_per_txn: int | None = None) -> dict[str, Any]:
+    """``batch_size`` (S1-S3, S6, the sync clients): the same batch size for every client; ``security``
+    (S1-S3, S6, the sync clients): a secured listener's settings; ``warmup_transactions`` (S1-S3, S6):
+    untimed transactions first; ``s4_records_per_txn``: S4's inputs per transaction (default 1,000)."""
     spec = SCENARIOS[scenario]
+    if s4_records_per_txn is not None:
+        _pipelines.PER_TXN = s4_records_per_txn  # read by every S4 loop when it starts
     if batch_size is not None and (client_name in AIO_CLIENTS or scenario in ("S4", "S5")):
         raise ValueError("--batch-size is for the sync clients' S1-S3")
     if security and (client_name in AIO_CLIENTS or scenario in ("S4", "S5")):
@@ -205,7 +266,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
             return {"client": client_name, "scenario": scenario,
                     "skipped": "S4 and S5 compare the sync reading loops"}
         result = run_aio(client_name, bootstrap, txn_id, topic, n, RECORD_SIZE, spec["records_per_txn"],
-                         bound)
+                         bound, warmup_transactions, spec.get("spread"))
     elif scenario == "S4":
         if input_topic is None:
             raise ValueError("S4 needs --input-topic (filled with records beforehand)")
@@ -223,8 +284,8 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
     else:
         client = make_client(client_name, bootstrap, txn_id, batch_size, security)
         try:
-            result = run_workload(client, topic, n, RECORD_SIZE, records_per_txn=spec["records_per_txn"],
-                                  max_seconds=bound)
+            result = run_warmed(client, topic, n, spec["records_per_txn"], bound, warmup_transactions,
+                                spec.get("spread"))
             if isinstance(client, OurClient):
                 result.extra.update(producer_diagnostics(client.producer))
         finally:
@@ -232,6 +293,7 @@ def run_one(client_name: str, scenario: str, bootstrap: str, topic: str, num_rec
         result.peak_rss_bytes = peak_rss_bytes()  # after close: includes everything the client held
     out = result.to_dict()
     out["client"] = client_name
+    out["txnproducer_source"] = str(Path(txnproducer.__file__).resolve().parent.parent)  # which tree ran
     out["scenario"] = scenario
     if hasattr(os, "sched_getaffinity"):  # where it ran: compare.py --client-cpus pins it
         out["cpus"] = sorted(os.sched_getaffinity(0))
@@ -251,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="batch size in bytes (default: the client's own default)")
+    parser.add_argument("--warmup-transactions", type=int, default=0,
+                        help="S1-S3, S6: untimed transactions of the same shape before the measured ones")
+    parser.add_argument("--s4-records-per-txn", type=int, default=None,
+                        help="S4: inputs per transaction (default 1,000)")
     parser.add_argument("--security-config", default=None,
                         help="JSON file of a secured listener's settings (benchmarks/_secured.py)")
     args = parser.parse_args(argv)
@@ -258,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.security_config:
         security = json.loads(Path(args.security_config).read_text())
     result = run_one(args.client, args.scenario, args.bootstrap, args.topic, args.num_records,
-                     args.max_seconds, args.input_topic, args.batch_size, security)
+                     args.max_seconds, args.input_topic, args.batch_size, security, args.warmup_transactions,
+                     args.s4_records_per_txn)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0

@@ -88,15 +88,18 @@ def compile_bench(classpath: str, out_dir: Path, *sources: Path) -> Path:
 
 def java_command(classpath: str, classes: Path, bootstrap: str, topic: str, records_per_txn: int,
                  num_records: int, max_seconds: float, record_size: int,
-                 warmup_seconds: float = 0.0, batch_size: int | None = None) -> list[str]:
-    """One S1-S3 run of the Java client, after ``warmup_seconds`` of the same loop untimed
-    (``batch_size``: its ``batch.size``; None keeps the client's default).
+                 warmup_seconds: float = 0.0, batch_size: int | None = None, warmup_transactions: int = 0,
+                 spread: int | None = None) -> list[str]:
+    """One S1-S3 or S6 run of the Java client, after ``warmup_seconds`` of the same loop untimed and at
+    least ``warmup_transactions`` transactions (``batch_size``: its ``batch.size``; None keeps the client's
+    default; ``spread``: record i of a transaction to partition i % spread, None the partitioner's choice).
 
     The JVM runs with its defaults, as a user would start it; note that its garbage collector
     then depends on the CPUs it may use (Serial on one CPU, G1 on two or more)."""
     return ["java", "-cp", os.pathsep.join([str(classes), classpath]), "TxnBench", bootstrap, topic,
             str(records_per_txn), str(num_records), str(max_seconds), str(record_size),
-            str(warmup_seconds)] + ([] if batch_size is None else [str(batch_size)])
+            str(warmup_seconds), "-" if batch_size is None else str(batch_size), str(warmup_transactions),
+            str(spread or 0)]
 
 
 def pipeline_command(classpath: str, classes: Path, mode: str, bootstrap: str, input_topic: str,

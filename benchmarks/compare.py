@@ -12,7 +12,8 @@ broker (log growth, JIT, page cache) hits every client alike; every run is its o
 (every run and the medians), ``results.md`` (the table, ratios vs each other client) and
 ``results.png`` (when matplotlib is installed: ``pip install 'txnproducer[bench]'``).
 
-S1-S3 write (1,000, 1 and 10 records per transaction); S4 is consume-transform-produce (200,000 inputs
+S1-S3 write (1,000, 1 and 10 records per transaction), S6 ten records over six partitions per transaction
+(record i to partition i % 6); S4 is consume-transform-produce (200,000 inputs
 of 100 bytes in 6 partitions, ``value.upper()``, a transaction per poll of at most 1,000 inputs with
 the consumer's group metadata) and S5 a read-only read_committed read of 200,000 committed records
 (``_pipelines.py`` has each client's loop; ``txnproducer`` is the processor with its column transform
@@ -29,6 +30,13 @@ listeners, e.g. ``--clients txnproducer@PLAINTEXT,txnproducer@SASL_SSL,confluent
 (the sync Python clients; ``--ours`` names the column the ratios are against).
 ``txnproducer-kafka-io`` is ours with every request on kafka-python's connections, as secured clusters
 were served before our own connections spoke TLS and SASL.
+
+Before and after a change, in the same run: ``--tree main=/tmp/main-tree`` (a checkout of another commit
+with its extension built: ``python setup.py build_ext --inplace`` there) adds the column ``txnproducer%main``
+(also ``txnproducer-aio%main``, ...), our client from that tree run by this tree's harness.
+``--warmup-transactions 6000`` runs that many untimed transactions on each run's producer before the
+measured ones (the JVM's CPU per transaction settles after about 6,000); ``--s4-records-per-txn 10``
+runs S4 with ten inputs per transaction (the processor's per-transaction commit; not the Java loop).
 """
 
 from __future__ import annotations
@@ -84,6 +92,8 @@ from _secured import LISTENERS, SecuredBench, secured_kafka, split_column  # noq
 from txnproducer.perf import create_topic, mock_cluster_process  # noqa: E402
 
 PARTITIONS = 3
+# the most records a run's warm-up sends (--warmup-transactions of 1,000-record transactions: millions)
+WARMUP_RECORDS_MAX = 60_000
 OURS = "txnproducer"
 OURS_AIO = "txnproducer-aio"
 ALL_CLIENTS = (*CLIENTS, PURE, KAFKA_IO, *READ_SIDE_CLIENTS, *AIO_CLIENTS, JAVA_CLIENT)
@@ -101,8 +111,13 @@ METRICS: list[tuple[str, str, str, bool]] = [
     ("S3", "commit_p95", "S3 commit p95 (ms)", False),
     ("S3", "commit_p99", "S3 commit p99 (ms)", False),
     ("S3", "transactions_per_s", "S3 transactions/s", True),
+    ("S3", "cpu_us_per_transaction", "S3 CPU per transaction (us, all client threads)", False),
+    ("S6", "commit_p50", "S6 10 rec over 6 partitions/txn: commit p50 (ms)", False),
+    ("S6", "transactions_per_s", "S6 transactions/s", True),
+    ("S6", "cpu_us_per_transaction", "S6 CPU per transaction (us, all client threads)", False),
     ("S4", "records_per_s", "S4 consume-transform-produce: inputs/s", True),
     ("S4", "cpu_us_per_record", "S4 CPU per input (us, whole process)", False),
+    ("S4", "transactions_per_s", "S4 transactions/s", True),
     ("S4", "commit_p50", "S4 commit p50 (ms)", False),
     ("S4", "peak_rss_mib", "S4 peak RSS (MiB)", False),
     ("S5", "records_per_s", "S5 read_committed read-only: records/s", True),
@@ -110,12 +125,19 @@ METRICS: list[tuple[str, str, str, bool]] = [
 ]
 
 
-def runs_in(client: str, scenario: str) -> bool:
-    """Whether ``client`` (a column: ``client@LISTENER`` too) takes part in ``scenario`` (S4 and S5 have
-    their own sets of loops)."""
-    client = split_column(client)[0]
+def split_tree(column: str) -> tuple[str, str | None]:
+    """``"txnproducer%main"`` -> ("txnproducer", "main"): our client from the source tree named ``main``
+    with ``--tree main=DIR`` (before and after a change, in the same run); no ``%``: this tree."""
+    client, _, tree = column.partition("%")
+    return client, tree or None
+
+
+def runs_in(client: str, scenario: str, s4_records_per_txn: int | None = None) -> bool:
+    """Whether ``client`` (a column: ``client@LISTENER`` and ``client%TREE`` too) takes part in ``scenario``
+    (S4 and S5 have their own sets of loops; the Java client's S4 loop has no ``--s4-records-per-txn``)."""
+    client = split_tree(split_column(client)[0])[0]
     if client == JAVA_CLIENT:
-        return True
+        return not (scenario == "S4" and s4_records_per_txn is not None)
     if client in AIO_CLIENTS:
         return scenario not in READ_SCENARIOS
     ours = "txnproducer" if client == PURE else client
@@ -229,11 +251,19 @@ def log(message: str) -> None:
 def run_client(column: str, scenario: str, bootstrap: str, topic: str, input_topic: str | None,
                num_records: int | None, max_seconds: float, run_timeout: float,
                cpus: set[int] | None = None, java: tuple[str, Path] | None = None,
-               batch_size: int | None = None, secured: SecuredBench | None = None) -> dict[str, Any]:
+               batch_size: int | None = None, secured: SecuredBench | None = None,
+               warmup_transactions: int = 0, s4_records_per_txn: int | None = None,
+               trees: dict[str, Path] | None = None) -> dict[str, Any]:
     """One run in its own process; ``java`` is (class path, compiled classes) for the Java client;
     ``batch_size`` the same batch size in bytes for every client (None: each client's default);
-    ``secured`` the listeners a ``client@LISTENER`` column runs against."""
+    ``secured`` the listeners a ``client@LISTENER`` column runs against; ``warmup_transactions`` untimed
+    transactions before the measured ones (S1-S3, S6: at most 50,000 records of them); ``trees`` the
+    source trees a ``txnproducer%TREE`` column runs from."""
     client, listener = split_column(column)
+    client, tree = split_tree(client)
+    spec = SCENARIOS[scenario]
+    warmup_transactions = min(warmup_transactions, max(1, WARMUP_RECORDS_MAX // spec["records_per_txn"])) \
+        if warmup_transactions and scenario not in READ_SCENARIOS else 0
     if secured is not None:
         bootstrap = secured.bootstrap_of(listener)
     if client == JAVA_CLIENT:
@@ -245,8 +275,9 @@ def run_client(column: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd = pipeline_command(java[0], java[1], mode, bootstrap, read, topic, count, max_seconds,
                                    RECORD_SIZE, READ_PARTITIONS, JAVA_WARMUP_S)
         else:
-            cmd = java_command(java[0], java[1], bootstrap, topic, SCENARIOS[scenario]["records_per_txn"],
-                               count, max_seconds, RECORD_SIZE, JAVA_WARMUP_S, batch_size)
+            cmd = java_command(java[0], java[1], bootstrap, topic, spec["records_per_txn"],
+                               count, max_seconds, RECORD_SIZE, JAVA_WARMUP_S, batch_size,
+                               warmup_transactions, spec.get("spread"))
     else:
         cmd = [sys.executable, str(HERE / "_clients.py"), "--client", client, "--scenario", scenario,
                "--bootstrap", bootstrap, "--topic", topic, "--max-seconds", str(max_seconds)]
@@ -256,9 +287,17 @@ def run_client(column: str, scenario: str, bootstrap: str, topic: str, input_top
             cmd += ["--input-topic", input_topic]
         if batch_size is not None:
             cmd += ["--batch-size", str(batch_size)]
+        if warmup_transactions:
+            cmd += ["--warmup-transactions", str(warmup_transactions)]
+        if s4_records_per_txn is not None and scenario == "S4":
+            cmd += ["--s4-records-per-txn", str(s4_records_per_txn)]
         if secured is not None and listener != "PLAINTEXT":
             cmd += ["--security-config", str(secured.settings_file(listener))]
     env = dict(os.environ)
+    if tree is not None:  # the tree's txnproducer ahead of this one's (the harness stays this tree's)
+        if trees is None or tree not in trees:
+            raise ValueError(f"{column!r}: no --tree {tree}=DIR")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(trees[tree]), env.get("PYTHONPATH")) if p)
     env.pop("TXNPRODUCER_PURE_PYTHON", None)
     if client == PURE:  # txnproducer on its pure-Python hot path
         env["TXNPRODUCER_PURE_PYTHON"] = "1"
@@ -361,6 +400,12 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
     colors = {"txnproducer": "#2a7ab9", "kafka-python": "#999999", "confluent-kafka": "#e07b39",
               JAVA_CLIENT: "#5b8c3a", "txnproducer-aio": "#2a7ab9", "confluent-aio": "#e07b39",
               "aiokafka": "#8e6bb8"}
+
+    def color_of(column: str) -> str:
+        """A column's library's colour; another tree's (``%TREE``) or listener's column a paler one."""
+        library, tree = split_tree(split_column(column)[0])
+        base = colors.get(library, "#777777")
+        return "#9ecae1" if tree is not None or "@" in column else base
     for ax, (scenario, key, panel_title) in zip(axes.flat, panels, strict=True):
         ax.set_title(panel_title, fontsize=10)
         row = med.get(scenario, {})
@@ -369,7 +414,7 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
             for i, client in enumerate(clients):
                 values = [row.get(client, {}).get(f"commit_{p}", 0.0) for p in ("p50", "p95", "p99")]
                 ax.bar([x + i * width for x in range(3)], values, width, label=client,
-                       color=colors.get(client))
+                       color=color_of(client))
             ax.set_xticks([x + width * (len(clients) - 1) / 2 for x in range(3)], ["p50", "p95", "p99"])
             ax.legend(fontsize=8)
         else:
@@ -379,7 +424,7 @@ def chart(med: dict[str, dict[str, dict[str, float]]], clients: list[str], path:
                 ax.set_xticks([])
                 continue
             values = [row[c][key] for c in present]
-            bars = ax.bar(present, values, color=[colors.get(c) for c in present])
+            bars = ax.bar(present, values, color=[color_of(c) for c in present])
             ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
@@ -443,6 +488,16 @@ def main(argv: list[str] | None = None) -> int:
                              "Java, 1000000 for librdkafka)")
     parser.add_argument("--ours", help="the column the ratios are against (default txnproducer, or the "
                                          "first txnproducer@LISTENER column)")
+    parser.add_argument("--warmup-transactions", type=int, default=0,
+                        help="untimed transactions each S1-S3/S6 run sends before its measured ones, on the "
+                             "same producer (at most 60,000 records; the JVM needs about 6,000 small "
+                             "transactions before its CPU per transaction settles; default 0)")
+    parser.add_argument("--s4-records-per-txn", type=int, default=None,
+                        help="S4's inputs per transaction (default 1,000); the Java client skips S4 then")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                        help="another source tree of txnproducer (its extension built), run as the column "
+                             "txnproducer%%LABEL (or txnproducer-aio%%LABEL ...): before and after a change "
+                             "in the same run")
     parser.add_argument("--mock", action="store_true",
                         help="use a standalone MockCluster even when $KAFKA_BOOTSTRAP_SERVERS or "
                              "$KAFKA_HOME is set")
@@ -461,8 +516,19 @@ def main(argv: list[str] | None = None) -> int:
     for s in scenarios:
         if s not in SCENARIOS:
             parser.error(f"unknown scenario {s!r}; one of {', '.join(SCENARIOS)}")
+    trees: dict[str, Path] = {}
+    for spec in args.tree:
+        label, _, directory = spec.partition("=")
+        if not label or not directory or not (Path(directory) / "txnproducer" / "__init__.py").is_file():
+            parser.error(f"--tree {spec!r}: expected LABEL=DIR, DIR a txnproducer source tree")
+        trees[label] = Path(directory).resolve()
     for c in clients:
         client, listener = split_column(c)
+        client, tree = split_tree(client)
+        if tree is not None and (tree not in trees or client not in (*CLIENTS, PURE, *AIO_CLIENTS,
+                                                                      *READ_SIDE_CLIENTS)
+                                 or not client.startswith("txnproducer")):
+            parser.error(f"{c!r}: a %TREE column is one of our clients, with --tree {tree}=DIR")
         if client not in ALL_CLIENTS:
             parser.error(f"unknown client {client!r}; one of {', '.join(ALL_CLIENTS)}")
         if listener not in LISTENERS:
@@ -515,11 +581,12 @@ def main(argv: list[str] | None = None) -> int:
         log(f"target: {description}")
         # S1-S4 write a topic per client; S4 reads its input, S5 reads its own (every tenth
         # transaction aborted)
-        topics = {(s, c): f"bench-{s.lower()}-{c.replace('@', '-').lower()}-{suffix}"
-                  for s in scenarios for c in clients if s != "S5" and runs_in(c, s)}
+        topics = {(s, c): f"bench-{s.lower()}-{c.replace('@', '-').replace('%', '-').lower()}-{suffix}"
+                  for s in scenarios for c in clients if s != "S5" and runs_in(c, s, args.s4_records_per_txn)}
         inputs = {s: f"bench-{s.lower()}-in-{suffix}" for s in READ_SCENARIOS if s in scenarios}
         for (scenario, _client), topic in topics.items():
-            create_topic(bootstrap, topic, READ_PARTITIONS if scenario in READ_SCENARIOS else PARTITIONS)
+            create_topic(bootstrap, topic, READ_PARTITIONS if scenario in READ_SCENARIOS
+                         else max(PARTITIONS, SCENARIOS[scenario].get("spread") or 0))
         counts = {s: max(1, int(SCENARIOS[s]["num_records"] * args.scale)) for s in scenarios}
         for scenario, topic in inputs.items():
             create_topic(bootstrap, topic, READ_PARTITIONS)
@@ -529,13 +596,14 @@ def main(argv: list[str] | None = None) -> int:
         for round_no in range(1 - args.warmup_rounds, args.rounds + 1):
             for scenario in scenarios:
                 for client in clients:
-                    if not runs_in(client, scenario):
+                    if not runs_in(client, scenario, args.s4_records_per_txn):
                         continue
                     bound = args.max_seconds or SCENARIOS[scenario]["max_seconds"]
                     topic = inputs["S5"] if scenario == "S5" else topics[(scenario, client)]
                     read = inputs.get("S4") if scenario == "S4" else None
                     result = run_client(client, scenario, bootstrap, topic, read, counts[scenario], bound,
-                                        args.run_timeout, client_cpus, java, args.batch_size, listeners)
+                                        args.run_timeout, client_cpus, java, args.batch_size, listeners,
+                                        args.warmup_transactions, args.s4_records_per_txn, trees)
                     result["round"] = round_no
                     if round_no < 1:
                         result["warmup"] = True
@@ -564,6 +632,9 @@ def main(argv: list[str] | None = None) -> int:
         "started_unix": started,
         "rounds": args.rounds,
         "warmup_rounds": args.warmup_rounds,
+        "warmup_transactions": args.warmup_transactions,
+        "s4_records_per_txn": args.s4_records_per_txn,
+        "trees": {label: str(path) for label, path in trees.items()},
         "scenarios": {s: SCENARIOS[s] | {"num_records": counts[s]} for s in scenarios},
         "runs": runs,
         "medians": med,
@@ -571,10 +642,17 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "results.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     table = markdown_table(med, clients, args.ours)
     warmup = f" after {args.warmup_rounds} warm-up round(s)" if args.warmup_rounds else ""
+    if args.warmup_transactions:
+        warmup += f", each run after {args.warmup_transactions} untimed transactions (at most " \
+                  f"{WARMUP_RECORDS_MAX:,} records)"
+    if args.s4_records_per_txn:
+        warmup += f", S4 at {args.s4_records_per_txn} inputs per transaction"
+    if trees:
+        warmup += "; " + ", ".join(f"txnproducer%{label} = {path}" for label, path in trees.items())
     batching = (f"batch size {args.batch_size} bytes for every client" if args.batch_size is not None
                 else "each client's default batch size")
     header = (f"Target: {description}. Machine: {machine}. {args.rounds} rounds{warmup}, medians; "
-              f"100-byte values, linger 5 ms, 3 partitions (S4, S5: {READ_PARTITIONS}), {batching}.\n\n")
+              f"100-byte values, linger 5 ms, 3 partitions (S4, S5, S6: {READ_PARTITIONS}), {batching}.\n\n")
     (out_dir / "results.md").write_text(header + table + "\n")
     if chart(med, clients, out_dir / "results.png", f"Transactional producers — {description}"):
         log(f"chart: {out_dir / 'results.png'}")

@@ -52,6 +52,7 @@ SENDER_PHASES = [
     ("    build and send a Produce request", "txnproducer._internal.sender", "Sender", "_send_produce"),
     ("  network poll", "txnproducer._internal.network.client", "NetworkClient", "poll"),
     ("    epoll_wait (selectors)", "selectors", "EpollSelector", "select"),
+    ("    epoll_wait (network/poller.py)", "txnproducer._internal.network.poller", "Poller", "poll"),
     ("    read and handle answers", "txnproducer._internal.network.connection", "DirectConnection", "_read"),
     ("      Produce answer: complete batches", "txnproducer._internal.sender", "Sender",
      "_on_produce_response"),
@@ -86,8 +87,11 @@ class PhaseClock:
         self._undo: list[Callable[[], None]] = []
 
     def wrap(self, thread: str, label: str, module: str, cls: str, method: str) -> None:
-        owner = getattr(importlib.import_module(module), cls)
-        original = owner.__dict__[method]
+        try:  # a phase of another tree's code (compare an older commit's: its modules differ)
+            owner = getattr(importlib.import_module(module), cls)
+            original = owner.__dict__[method]
+        except (ImportError, AttributeError, KeyError):
+            return
         clock = time.thread_time_ns
         key = (thread, label)
         ns, own_ns, calls, nested = self.ns, self.own_ns, self.calls, self._nested

@@ -135,6 +135,7 @@ class TransactionalProducer:
             retry_backoff_max_ms=config.retry_backoff_max_ms,
             max_in_flight=config.max_in_flight_requests_per_connection,
             wakeup=self._net.wakeup,
+            sender_looks_by=self._net.looks_by,
         )
         self._sender = Sender(network=self._net, accumulator=self._acc, transaction_manager=self._tm,
                               config=config, metrics=self._metrics)
@@ -455,8 +456,8 @@ class TransactionalProducer:
         # patched classes, which call this method. Every argument is checked below, before anything
         # is queued (``_internal/send_checks.py``): the one validation of both paths.
         fast = self._fast_send
-        if fast is not None and partition is None and headers is None:
-            future = fast.try_send(topic, value, key, timestamp_ms)
+        if fast is not None and headers is None:
+            future = fast.try_send(topic, value, key, timestamp_ms, partition)
             if future is not None:
                 return future
         if self._closed or self._sender.crashed is not None:

@@ -29,17 +29,27 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * during its first seconds, a cost a long-running application pays once (like init, which is
  * not timed for any client). txnproducer and the other Python clients have no JIT to warm.
  *
+ * WARMUP_TRANSACTIONS more of them after that (compare.py --warmup-transactions: the JVM needs
+ * about 6,000 small transactions before its CPU per transaction settles). SPREAD > 0 sends record i
+ * of a transaction to partition i % SPREAD (S6); 0 leaves it to the partitioner.
+ *
  * Usage: java -cp <kafka libs>/*:. TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS
- *        MAX_SECONDS RECORD_SIZE [WARMUP_SECONDS]
+ *        MAX_SECONDS RECORD_SIZE [WARMUP_SECONDS [BATCH_SIZE|- [WARMUP_TRANSACTIONS [SPREAD]]]]
  */
 public final class TxnBench {
     private TxnBench() {
     }
 
+    /** Record {@code i} of a transaction: to partition {@code i % spread}, or the partitioner's choice. */
+    private static ProducerRecord<byte[], byte[]> record(String topic, byte[] payload, int spread, int i) {
+        return spread > 0 ? new ProducerRecord<>(topic, i % spread, null, payload)
+                : new ProducerRecord<>(topic, payload);
+    }
+
     public static void main(String[] args) throws Exception {
-        if (args.length < 6 || args.length > 8) {
+        if (args.length < 6 || args.length > 10) {
             System.err.println("usage: TxnBench BOOTSTRAP TOPIC RECORDS_PER_TXN NUM_RECORDS MAX_SECONDS "
-                    + "RECORD_SIZE [WARMUP_SECONDS [BATCH_SIZE]]");
+                    + "RECORD_SIZE [WARMUP_SECONDS [BATCH_SIZE|- [WARMUP_TRANSACTIONS [SPREAD]]]]");
             System.exit(2);
         }
         String bootstrap = args[0];
@@ -49,7 +59,9 @@ public final class TxnBench {
         double maxSeconds = Double.parseDouble(args[4]);
         int recordSize = Integer.parseInt(args[5]);
         double warmupSeconds = args.length >= 7 ? Double.parseDouble(args[6]) : 0.0;
-        String batchSize = args.length == 8 ? args[7] : null;  // null: the client's default
+        String batchSize = args.length >= 8 && !args[7].equals("-") ? args[7] : null;  // null: the default
+        long warmupTransactions = args.length >= 9 ? Long.parseLong(args[8]) : 0;
+        int spread = args.length >= 10 ? Integer.parseInt(args[9]) : 0;
 
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -80,10 +92,10 @@ public final class TxnBench {
             producer.initTransactions();
             initS = (System.nanoTime() - t0) / 1e9;
             long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
-            while (System.nanoTime() < warmupEnd) {
+            for (long t = 0; System.nanoTime() < warmupEnd || t < warmupTransactions; t++) {
                 producer.beginTransaction();
                 for (int i = 0; i < perTxn; i++) {
-                    producer.send(new ProducerRecord<>(topic, payload));
+                    producer.send(record(topic, payload, spread, i));
                 }
                 producer.commitTransaction();
             }
@@ -94,8 +106,8 @@ public final class TxnBench {
             while (sent < numRecords) {
                 producer.beginTransaction();
                 long limit = Math.min(perTxn, numRecords - sent);
-                for (long i = 0; i < limit; i++) {
-                    producer.send(new ProducerRecord<>(topic, payload));
+                for (int i = 0; i < limit; i++) {
+                    producer.send(record(topic, payload, spread, i));
                 }
                 long commitStart = System.nanoTime();
                 producer.commitTransaction();

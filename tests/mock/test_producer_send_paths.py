@@ -243,8 +243,8 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
         mock_cluster: MockCluster, make_producer: Any) -> None:
     """``producer.send`` skips the Python method for the common record (a Python frame less per
     record); the method still runs for what the extension hands back: a topic's first record, a
-    new batch, an explicit partition. (Counted with this thread's profiler, which sees every call
-    of a Python function: patching the class's send() would rightly stop the producer from
+    new batch, a partition's first explicit record. (Counted with this thread's profiler, which sees
+    every call of a Python function: patching the class's send() would rightly stop the producer from
     installing its compiled path.)"""
     from txnproducer.producer import TransactionalProducer
 
@@ -269,10 +269,53 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
             sys.setprofile(None)
         metadata_answers = producer._net._metadata_answers - answers_before
     assert [f.get(5).offset for f in futures] == list(range(1001))
-    # the first record (metadata, the first batch) and the explicit partition; not the 999 others,
-    # except one for each metadata answer that arrived meanwhile (it empties the partition cache)
-    assert calls[0] == b"0" and calls[-1] == b"explicit", calls
-    assert 2 <= len(calls) <= 2 + metadata_answers, (calls, metadata_answers)
+    # the first record (metadata, the first batch); not the 999 others nor the explicit partition (its
+    # partition is known), except one for each metadata answer that arrived meanwhile (it empties the
+    # partition cache)
+    assert calls[0] == b"0" and b"explicit" not in calls[:len(calls) - metadata_answers], calls
+    assert 1 <= len(calls) <= 1 + metadata_answers, (calls, metadata_answers)
+
+
+@compiled_only
+def test_an_explicit_partition_takes_the_compiled_path_once_the_partition_has_a_batch(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """``send(..., partition=p)``: a plain int naming one of the topic's partitions is the compiled
+    path's once p's TopicPartition exists (the Python send() made it for p's first record); what it
+    does not take as it is - a bool, an int subclass, a partition the topic does not have - goes to the
+    Python send(), which raises the same InvalidRecordError as on the pure-Python path."""
+    from txnproducer.producer import TransactionalProducer
+
+    class Two(int):
+        pass
+
+    mock_cluster.create_topic("explicit", partitions=2)
+    producer = make_producer(linger_ms=10_000)
+    assert producer.send is producer._fast_send
+    producer.init_transactions()
+    python_send = TransactionalProducer.send.__code__
+    calls: list[bytes] = []
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is python_send:
+            calls.append(frame.f_locals["value"])
+
+    with producer.transaction():
+        sys.setprofile(profiler)
+        try:
+            futures = [producer.send("explicit", b"p1-%d" % i, partition=1) for i in range(3)]
+            futures.append(producer.send("explicit", b"p1-subclass", partition=Two(1)))
+            futures.append(producer.send("explicit", b"p1-keyed", b"key", 1))
+            for wrong in (True, 2, -1, 2**70):
+                with pytest.raises(errors.InvalidRecordError, match="does not exist in topic 'explicit'"):
+                    producer.send("explicit", b"wrong", partition=wrong)
+        finally:
+            sys.setprofile(None)
+    got = [f.get(5) for f in futures]
+    assert [m.partition for m in got] == [1] * 5 and [m.offset for m in got] == list(range(5))
+    # the partition's first record (metadata, its TopicPartition, the first batch) and the int
+    # subclass; every wrong partition was raised by the Python send()
+    assert calls[:1] == [b"p1-0"] and not {b"p1-1", b"p1-2", b"p1-keyed"} & set(calls)
+    assert b"p1-subclass" in calls and calls.count(b"wrong") == 4
 
 
 @compiled_only
@@ -464,7 +507,7 @@ def test_the_compiled_path_releases_every_buffer_view_it_takes(mock_cluster: Moc
         path.set_added(producer._added)
         first = producer.send("views", b"first")  # the topic's metadata and first batch: the Python path
         before = sys.getrefcount(no_headers)
-        futures = [path.try_send("views", b"%d" % i, None, None) for i in range(100)]
+        futures = [path.try_send("views", b"%d" % i, None, None, None) for i in range(100)]
         assert sys.getrefcount(no_headers) == before
         path.set_in_transaction(False)
     assert None not in futures

@@ -685,3 +685,26 @@ def test_a_flush_ended_without_waiting_leaves_no_flush_in_progress() -> None:
     assert acc.flush_in_progress and len(acc.incomplete_batches()) == 1
     acc.end_flush()
     assert not acc.flush_in_progress
+
+
+def test_a_new_batch_wakes_the_sender_only_when_its_wait_would_outlast_the_linger() -> None:
+    """A new batch wakes the Sender so that it learns when the batch is sendable - unless the Sender's
+    wait ends before the batch's linger does anyway (it then looks at every batch): the second to sixth
+    batch of a transaction over six partitions do not each cost a Sender iteration. A batch sendable at
+    once (the open one that did not take the record is now full) still wakes it."""
+    import time
+
+    looks_by = [float("inf")]
+    acc, _, _ = make(linger_ms=50, batch_size=300, sender_looks_by=lambda: looks_by[0])
+    assert append(acc, TP0)[1] is True  # the Sender is not waiting (it may have looked already)
+    looks_by[0] = time.monotonic() + 0.040  # waiting for TP0's batch's linger, 40 ms more
+    assert append(acc, TP1)[1] is False  # sendable in 50 ms: the Sender looks again before that
+    looks_by[0] = time.monotonic() + 1.0  # waiting up to a second (nothing lingered before)
+    acc2, _, _ = make(linger_ms=50, batch_size=300, sender_looks_by=lambda: looks_by[0])
+    assert append(acc2, TP0)[1] is True
+    looks_by[0] = time.monotonic() + 1.0
+    while acc2.queued_batches < 2:
+        _future, wake = append(acc2, TP0, value=b"x" * 100)
+    assert wake is True  # the append that started TP0's second batch: the first is sendable now
+    acc3, _, _ = make(linger_ms=50, batch_size=300)  # without the Sender's view: every new batch wakes
+    assert append(acc3, TP0)[1] is True and append(acc3, TP1)[1] is True

@@ -107,7 +107,7 @@ def test_the_java_client_finds_kafkas_jars_and_their_version(tmp_path: Path) -> 
             java.java_classpath(bad, None)
     cmd = java.java_command(classpath, tmp_path / "classes", "127.0.0.1:9092", "t", 1, 3000, 15.0, 100, 3.0)
     assert cmd[:2] == ["java", "-cp"] and cmd[2].split(os.pathsep) == [str(tmp_path / "classes"), classpath]
-    assert cmd[3:] == ["TxnBench", "127.0.0.1:9092", "t", "1", "3000", "15.0", "100", "3.0"]
+    assert cmd[3:] == ["TxnBench", "127.0.0.1:9092", "t", "1", "3000", "15.0", "100", "3.0", "-", "0", "0"]
 
 
 def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +131,7 @@ def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.
     monkeypatch.setattr(compare.subprocess, "run", fake_jvm)
     runs = [compare.run_client("java", "S2", "127.0.0.1:1", topic, None, 10, 1.0, 5.0,
                                java=("cp", Path("/classes"))) for topic in ("t1", "t2", "t3")]
-    assert [c[-1] for c in commands] == [str(compare.JAVA_WARMUP_S)] * 3  # warmed up, untimed
+    assert [c[-4] for c in commands] == [str(compare.JAVA_WARMUP_S)] * 3  # warmed up, untimed
     assert all(r["scenario"] == "S2" and "error" not in r for r in runs)
     if hasattr(os, "sched_getaffinity"):
         assert runs[0]["cpus"] == sorted(os.sched_getaffinity(0))
@@ -188,7 +188,7 @@ def test_one_batch_size_reaches_every_client_and_the_report(
 
     java = _java()
     cmd = java.java_command("cp", tmp_path, "b:1", "t", 1, 10, 15.0, 100, 3.0, 65536)
-    assert cmd[-2:] == ["3.0", "65536"]
+    assert cmd[-4:] == ["3.0", "65536", "0", "0"]
     assert "BATCH_SIZE_CONFIG" in (ROOT / "benchmarks" / "java" / "TxnBench.java").read_text()
 
     compare = _compare()
@@ -209,3 +209,84 @@ def test_one_batch_size_reaches_every_client_and_the_report(
         with pytest.raises(SystemExit):
             compare.main(argv)
         assert "--batch-size" in capsys.readouterr().err
+
+
+def test_s6_spreads_each_transaction_over_six_partitions_for_every_client() -> None:
+    """S6: record i of a transaction goes to partition i % 6, through each library's own partition
+    argument; the warm-up runs on the same producer before the measured transactions."""
+    clients = _load("_bench_clients", "_clients.py")
+    assert clients.SCENARIOS["S6"]["spread"] == 6 and clients.SCENARIOS["S6"]["records_per_txn"] == 10
+    sent: list[tuple[str, Any]] = []
+    calls: list[str] = []
+
+    class Library:
+        name = "fake"
+        queue_full: tuple[type[BaseException], ...] = ()
+
+        def send(self, topic: str, value: bytes, partition: int | None = None) -> None:
+            sent.append((topic, partition))
+
+        def on_queue_full(self) -> None:
+            pass
+
+        def init(self) -> None:
+            calls.append("init")
+
+        def prepare(self, topic: str) -> None:
+            calls.append("prepare")
+
+        def begin(self) -> None:
+            calls.append("begin")
+
+        def commit(self) -> None:
+            calls.append("commit")
+
+        def close(self) -> None:
+            pass
+
+    result = clients.run_warmed(Library(), "t", 20, 10, 15.0, warmup_transactions=3, spread=6)
+    assert [p for _t, p in sent] == [i % 6 for i in range(10)] * 5  # 3 warm-up + 2 measured transactions
+    assert calls.count("init") == 1 and calls.count("prepare") == 1 and calls.count("commit") == 5
+    assert result.transactions == 2 and result.records == 20  # the warm-up is not in the result
+    sent.clear()
+    clients.run_warmed(Library(), "t", 10, 10, 15.0, warmup_transactions=0, spread=None)
+    assert [p for _t, p in sent] == [None] * 10  # S2/S3: the client's partitioner decides
+
+
+def test_warmup_transactions_and_another_tree_reach_the_run(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    """--warmup-transactions reaches every run (capped in records: S1's 1,000-record transactions), the
+    Java client too; a txnproducer%TREE column runs this harness with that tree's txnproducer first on
+    PYTHONPATH; --s4-records-per-txn reaches S4 runs and keeps the Java loop (fixed at 1,000) out."""
+    compare = _compare()
+    commands: list[tuple[list[str], dict[str, str]]] = []
+
+    def fake_run(cmd: list[str], **kwargs: Any) -> Any:
+        commands.append((cmd, kwargs["env"]))
+        out = json.dumps({"client": "x", "transactions_per_s": 1.0})
+        return compare.subprocess.CompletedProcess(cmd, 0, stdout=out + "\n", stderr="")
+
+    monkeypatch.setattr(compare.subprocess, "run", fake_run)
+    trees = {"main": tmp_path}
+    compare.run_client("txnproducer%main", "S6", "b:1", "t", None, 10, 1.0, 5.0, warmup_transactions=6000,
+                       trees=trees)
+    cmd, env = commands[-1]
+    assert cmd[cmd.index("--warmup-transactions") + 1] == "6000"
+    assert cmd[cmd.index("--client") + 1] == "txnproducer"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
+    compare.run_client("txnproducer", "S1", "b:1", "t", None, 10, 1.0, 5.0, warmup_transactions=6000)
+    cmd, env = commands[-1]
+    assert cmd[cmd.index("--warmup-transactions") + 1] == str(compare.WARMUP_RECORDS_MAX // 1000)
+    assert str(tmp_path) not in env.get("PYTHONPATH", "")
+    compare.run_client("txnproducer", "S4", "b:1", "t", "in", 10, 1.0, 5.0, warmup_transactions=6000,
+                       s4_records_per_txn=10)
+    cmd, _env = commands[-1]
+    assert cmd[cmd.index("--s4-records-per-txn") + 1] == "10" and "--warmup-transactions" not in cmd
+    java = ("cp", tmp_path)
+    compare.run_client("java", "S6", "b:1", "t", None, 10, 1.0, 5.0, java=java, warmup_transactions=6000)
+    cmd, _env = commands[-1]
+    assert cmd[-2:] == ["6000", "6"]  # TxnBench's WARMUP_TRANSACTIONS and SPREAD
+    assert not compare.runs_in("java", "S4", 10) and compare.runs_in("java", "S4", None)
+    assert compare.runs_in("txnproducer%main", "S6")
+    with pytest.raises(SystemExit):
+        compare.main(["--mock", "--clients", "txnproducer%nowhere", "--out-dir", str(tmp_path)])

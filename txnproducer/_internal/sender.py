@@ -73,6 +73,9 @@ _KEY_TYPES = {"group": 0, "transaction": 1}
 # the states run_once() checks on every iteration, as module constants (no attribute lookups)
 _FATAL_ERROR = State.FATAL_ERROR
 _ABORTABLE_ERROR = State.ABORTABLE_ERROR
+_ABORTING = State.ABORTING_TRANSACTION
+# the TM's is_completing(), read as tm.state in _COMPLETING on the Sender's per-iteration path
+_COMPLETING = frozenset({State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION})
 
 
 class Sender(threading.Thread):
@@ -211,8 +214,13 @@ class Sender(threading.Thread):
             # TLS or SASL refused us: fatal, as in the Java client (its Sender hands the
             # AuthenticationException to the transaction manager, which fails every request)
             tm.transition_to_fatal_error(auth_error)
-        self._expire_batches(time.monotonic())
-        if not self._apply_transaction_version():
+        expiry = self._acc.next_expiry()  # the oldest incomplete batch's deadline: once per iteration
+        if expiry is not None and expiry <= time.monotonic():
+            self._expire_batches(time.monotonic())
+            expiry = self._acc.next_expiry()
+        features = net.features  # nearly every iteration: the features _apply_transaction_version saw
+        if (features is None or features is not self._features_seen) \
+                and not self._apply_transaction_version():
             net.poll(self._idle_poll_s)
             return
         state = tm.state  # read once: the checks below are the state's, as of this iteration
@@ -233,13 +241,12 @@ class Sender(threading.Thread):
             net.poll(self._idle_poll_s)
             return
         now = time.monotonic()
-        delay = self._send_produce_data(now)
+        delay = self._send_produce_data(now, features)
         watching = self._overdue.check(now)
         if watching is not None:
             delay = min(delay, watching)
-        expiry = self._acc.next_expiry_delay(now)
         if expiry is not None:
-            delay = min(delay, expiry)
+            delay = min(delay, max(0.0, expiry - now))
         txn_delay_ms = tm.next_request_delay_ms()
         if txn_delay_ms:  # a coordinator request is backing off (0: blocked on something else)
             delay = min(delay, txn_delay_ms / 1000)
@@ -278,13 +285,17 @@ class Sender(threading.Thread):
         tm = self._tm
         net = self._net
         poll = net.poll if may_poll else _no_poll
-        if tm.has_in_flight_request():
+        acc = self._acc
+        incomplete = acc.has_incomplete()
+        if incomplete and tm.state is _ABORTING and not tm.has_in_flight_request():
+            acc.abort_undrained(errors.TransactionAbortedError(
+                "the transaction was aborted before the record was sent"))
+            incomplete = acc.has_incomplete()
+        outlook = tm.request_outlook(incomplete)
+        if outlook is None:  # a request in flight: nothing else goes to a coordinator meanwhile
             poll(self._max_poll_s)
             return True
-        if tm.is_completing() and self._acc.has_incomplete() and tm.is_aborting():
-            self._acc.abort_undrained(errors.TransactionAbortedError(
-                "the transaction was aborted before the record was sent"))
-        if not tm.may_have_request(self._acc.has_incomplete()):
+        if not outlook:
             return False  # nearly every iteration: no lock taken
         handler = tm.next_request(self._acc.has_incomplete)  # evaluated under the TM lock
         if handler is None:
@@ -345,13 +356,18 @@ class Sender(threading.Thread):
 
     # -- produce data ---------------------------------------------------------------------------
 
-    def _send_produce_data(self, now: float) -> float:
+    def _send_produce_data(self, now: float, features: Any) -> float:
+        """Drain what is sendable into Produce requests; the poll's timeout. ``features``: the cluster's
+        (run_once() read them: known, or it would not have come here)."""
         net = self._net
         acc = self._acc
-        nodes, delay, unknown_leader = acc.ready(net.leader_for, now, force=self._tm.is_completing())
+        tm = self._tm
+        nodes, delay, unknown_leader = acc.ready(net.leader_for, now, force=tm.state in _COMPLETING)
         if unknown_leader:
             net.request_metadata_update()
         poll_s = self._max_poll_s if delay is None else max(0.0, min(delay, self._max_poll_s))
+        if not nodes:  # most iterations of a small transaction: nothing is sendable yet
+            return poll_s
         sendable = set()
         for node in nodes:
             if net.is_ready(node):
@@ -361,9 +377,8 @@ class Sender(threading.Thread):
                 wait = net.connection_delay(node)
                 if wait > 0:
                     poll_s = min(poll_s, wait)
-        features = net.features
         assert features is not None
-        tv = self._tm.transaction_version
+        tv = tm.transaction_version
         # One request per node per drain (at most one batch per partition, the protocol's rule),
         # drained again while more is sendable at once: what the Java client does in consecutive
         # loop iterations with a zero-timeout poll in between, without the iterations (a commit
@@ -378,9 +393,9 @@ class Sender(threading.Thread):
                 # each broker gets the version it speaks (brokers differ during a rolling upgrade)
                 self._send_produce(node, batches,
                                    features.produce_version(tv, net.max_version(node, PRODUCE_API_KEY)))
-            if self._tm.may_have_request(acc.has_incomplete()):
+            if tm.may_have_request(acc.has_incomplete()):
                 return 0.0
-            again, _, _ = acc.ready(net.leader_for, now, force=self._tm.is_completing())
+            again, _, _ = acc.ready(net.leader_for, now, force=tm.state in _COMPLETING)
             sendable = {node for node in again if net.is_ready(node)}
         return poll_s
 
@@ -444,7 +459,7 @@ class Sender(threading.Thread):
                      and self._follow_leader_hint(batch.tp, node, part.current_leader, response))
             self._retry_or_fail(batch, code, part.error_message, part.record_errors,
                                 part.log_start_offset, leader_moved=moved)
-        if self._tm.is_completing():
+        if self._tm.state in _COMPLETING:
             # the last batch of a committing/aborting transaction may have just completed: its
             # EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete)
             self._maybe_send_transactional_request(may_poll=False)

@@ -5,8 +5,9 @@
  * encoder append, a lock and a future; under the GIL every microsecond of it is lost throughput
  * (benchmarks/README.md has the numbers that chose a hand-written extension over mypyc). The
  * pure-Python modules stay the reference: this file mirrors them rule for rule, and every rule it
- * does not handle (serializers, headers, an explicit partition, a custom partitioner, a full
- * batch, memory waits, errors) is left to them by returning None before anything changed.
+ * does not handle (serializers, headers, a custom partitioner without an explicit partition, a
+ * partition's first record, a full batch, memory waits, errors) is left to them by returning None
+ * before anything changed.
  *
  * What is here, and the Python it mirrors:
  *   crc32c()            kafka.record.util.calc_crc32c (SSE4.2 instruction when the CPU has it)
@@ -1245,10 +1246,11 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
     return 0;
 }
 
-/* try_send(topic, value, key, timestamp_ms) -> RecordFuture, or None: the Python send() decides
- * (nothing has changed then). */
+/* try_send(topic, value, key, timestamp_ms, partition) -> RecordFuture, or None: the Python send()
+ * decides (nothing has changed then). */
 static PyObject *
-sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *key, PyObject *ts_arg)
+sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *key, PyObject *ts_arg,
+             PyObject *partition_arg)
 {
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NONE;
@@ -1256,8 +1258,21 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
         Py_RETURN_NONE;
     if (!(key == Py_None || (self->plain_keys && PyBytes_CheckExact(key))))
         Py_RETURN_NONE;
-    if (!self->builtin_partitioner)
+    /* an explicit partition: a plain int (bool and other subclasses: the Python path checks them);
+     * it is used whatever the partitioner (producer._partition()'s order) */
+    long explicit_partition = -1;
+    if (partition_arg != Py_None) {
+        if (!PyLong_CheckExact(partition_arg))
+            Py_RETURN_NONE;
+        int overflow;
+        explicit_partition = PyLong_AsLongAndOverflow(partition_arg, &overflow);
+        if (explicit_partition == -1 && PyErr_Occurred())
+            return NULL;
+        if (overflow || explicit_partition < 0)
+            Py_RETURN_NONE;  /* the Python path raises InvalidRecordError */
+    } else if (!self->builtin_partitioner) {
         Py_RETURN_NONE;
+    }
     int64_t ts;
     PyObject *ts_obj = NULL;
     if (ts_arg == Py_None) {
@@ -1293,7 +1308,40 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     }
     PyObject *tp = NULL;          /* borrowed from the dicts it lives in, kept by a reference below */
     PyObject *sticky_obj = NULL;  /* a new reference when keyless */
-    if (key == Py_None) {
+    if (explicit_partition >= 0) {
+        /* one of the topic's partitions (send_checks.check_partition: ids 0..n-1, so the index
+         * check; anything else - a partition the metadata does not list - the Python path raises) */
+        Py_ssize_t count = PySequence_Size(parts);
+        if (count < 0) {
+            Py_DECREF(parts);
+            return NULL;
+        }
+        int listed = 0;
+        if (explicit_partition < count) {
+            PyObject *at = PySequence_GetItem(parts, (Py_ssize_t)explicit_partition);
+            if (at == NULL) {
+                Py_DECREF(parts);
+                return NULL;
+            }
+            listed = PyObject_RichCompareBool(at, partition_arg, Py_EQ);
+            Py_DECREF(at);
+            if (listed < 0) {
+                Py_DECREF(parts);
+                return NULL;
+            }
+        }
+        PyObject *by_partition = listed ? PyDict_GetItemWithError(self->tps, topic) : NULL;
+        if (by_partition != NULL && PyDict_Check(by_partition)) {
+            tp = PyDict_GetItemWithError(by_partition, partition_arg);
+            Py_XINCREF(tp);
+        }
+        if (tp == NULL) {
+            Py_DECREF(parts);
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NONE;  /* not listed, or the partition's first record: the Python path */
+        }
+    } else if (key == Py_None) {
         sticky_obj = PyDict_GetItemWithError(self->current, topic);
         if (sticky_obj == NULL) {
             Py_DECREF(parts);
@@ -1366,11 +1414,11 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
 static PyObject *
 sendpath_try_method(SendPathObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "try_send(topic, value, key, timestamp_ms)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "try_send(topic, value, key, timestamp_ms, partition)");
         return NULL;
     }
-    return sendpath_try(self, args[0], args[1], args[2], args[3]);
+    return sendpath_try(self, args[0], args[1], args[2], args[3], args[4]);
 }
 
 /* send()'s parameters, in order: a keyword argument is matched by identity first (the caller's
@@ -1410,8 +1458,8 @@ sendpath_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject
         else
             a[at] = args[nargs + j];
     }
-    if (simple && a[0] != NULL && a[3] == Py_None && a[5] == Py_None) {
-        PyObject *r = sendpath_try(self, a[0], a[1], a[2], a[4]);
+    if (simple && a[0] != NULL && a[5] == Py_None) {
+        PyObject *r = sendpath_try(self, a[0], a[1], a[2], a[4], a[3]);
         if (r != Py_None)
             return r;  /* the record's future, or NULL with the exception set */
         Py_DECREF(r);
@@ -1547,7 +1595,7 @@ sendpath_is_open(SendPathObject *self, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef sendpath_methods[] = {
     {"try_send", (PyCFunction)(void (*)(void))sendpath_try_method, METH_FASTCALL,
-     "try_send(topic, value, key, timestamp_ms) -> the record's future, or None when the Python send() "
+     "try_send(topic, value, key, timestamp_ms, partition) -> the record's future, or None when the Python send() "
      "must decide (nothing has changed then)."},
     {"set_in_transaction", (PyCFunction)sendpath_set_in_transaction, METH_O,
      "set_in_transaction(bool): the TM entered (True, after the change) or is leaving (False, before it) "

@@ -118,6 +118,7 @@ class RecordAccumulator:
         max_in_flight: int = 5,
         wakeup: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sender_looks_by: Callable[[], float] | None = None,
     ) -> None:
         self._tm = transaction_manager
         self.batch_size = batch_size
@@ -139,6 +140,9 @@ class RecordAccumulator:
         self.max_in_flight = max_in_flight
         self._wakeup = wakeup
         self._clock = clock
+        # when the Sender will look at the batches again at the latest (time.monotonic(); infinite
+        # while it is not waiting in its poll): a new batch that may linger until then needs no wake-up
+        self._sender_looks_by = sender_looks_by
 
         # Critical sections enter the plain lock directly (Condition.__enter__ is a Python-level
         # call on every append); the Condition shares it for waiting on buffer memory.
@@ -288,6 +292,15 @@ class RecordAccumulator:
         if self._memory_waiters:
             self._lock.notify_all()  # a thread waiting to start a batch of tp may join this one
             self.memory_freed.notify()
+        # The Sender needs waking for a new batch only to learn when it is sendable. Not when its
+        # poll ends before this batch's linger does anyway (it then looks at every batch): the second
+        # to sixth batch of a transaction over six partitions, sent while the first lingers, would
+        # each cost the Sender a loop iteration. A batch sendable at once (the open one that did not
+        # take the record was marked full above, or this one is full) always wakes it.
+        looks_by = self._sender_looks_by
+        if last is None and looks_by is not None and not batch.is_full(self._full_at) \
+                and time.monotonic() + self.linger_s >= looks_by():
+            return first, False
         return first, True
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
@@ -428,6 +441,11 @@ class RecordAccumulator:
 
         ``force`` ignores ``linger_ms`` (the transaction is completing); so do a flush, a closing
         producer and an application thread waiting for buffer memory."""
+        if not self._incomplete:
+            # Nothing queued or in flight (read without the lock): most of a small transaction's
+            # Sender iterations (the EndTxn's answer, the wake-up of a new transaction's first
+            # record before it lingered) end here. A batch appended meanwhile comes with a wake-up.
+            return set(), None, False
         now = self._clock() if now is None else now
         nodes: set[int] = set()
         delay: float | None = None
@@ -643,11 +661,17 @@ class RecordAccumulator:
 
     def next_expiry_delay(self, now: float | None = None) -> float | None:
         now = self._clock() if now is None else now
+        expiry = self.next_expiry()
+        return None if expiry is None else max(0.0, expiry - now)
+
+    def next_expiry(self) -> float | None:
+        """When the oldest incomplete batch expires (clock seconds), None if there is none: the Sender
+        reads it once per loop iteration, expires batches when it has passed and bounds its poll by it."""
+        if not self._incomplete:  # read without the lock: a batch appended meanwhile is newer
+            return None
         with self._mutex:
             oldest = next(iter(self._incomplete), None)
-        if oldest is None:
-            return None
-        return max(0.0, oldest.created + self.delivery_timeout_s - now)
+        return None if oldest is None else oldest.created + self.delivery_timeout_s
 
     def abort_undrained(self, exception: BaseException) -> int:
         """Fail every batch that was never sent (no sequence); retries in progress continue."""

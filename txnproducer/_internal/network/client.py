@@ -20,6 +20,7 @@ else only from the network thread.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -104,6 +105,9 @@ class NetworkClient:
         self._closed = False
         # a wake-up is written and the poll has not returned since (see wakeup())
         self._wake_pending = False
+        # the end of the network thread's current wait (time.monotonic()); infinite while it is not
+        # waiting, when it may already have looked at what there is to do (see looks_by())
+        self._wait_ends = math.inf
         # bootstrap connections may be open (until the first Metadata answer and their requests' answers)
         self._bootstrap_connections = True
         self.cluster.add_listener(self._on_metadata)
@@ -193,6 +197,14 @@ class NetworkClient:
         if not self._wake_pending:
             self._wake_pending = True
             self._direct.wakeup()
+
+    def looks_by(self) -> float:
+        """When (``time.monotonic()``) the network thread looks at its work again at the latest without
+        a wake-up: the end of its current wait; infinite when it is not waiting (it may have looked
+        already, and would then wait without looking again). Read by the accumulator for a new
+        lingering batch (any thread). Safe without a lock: the end is set after the network thread's
+        last look and before its wait, and made infinite when the wait returns (its next look follows)."""
+        return self._wait_ends
 
     @property
     def features(self) -> BrokerFeatures | None:
@@ -501,9 +513,13 @@ class NetworkClient:
             timeout_s = min(timeout_s, self._refresh.run(now))
             if self._grey.watching:
                 timeout_s = min(timeout_s, self._grey.run(now))
+        # set after the caller's last look at its work (the Sender's ready()), before the wait: an
+        # application thread that reads it knows the Sender looks again by then (looks_by())
+        self._wait_ends = time.monotonic() + max(0.0, timeout_s)
         try:
             self._direct.poll(timeout_s)
         finally:
+            self._wait_ends = math.inf
             self._wake_pending = False  # after the drain, before the caller's next look (wakeup())
 
     def request_metadata_update(self) -> None:

@@ -62,6 +62,7 @@ from .channel_security import ChannelSecurity
 from .connection_errors import TlsAnswerToPlaintext, looks_like_tls
 from .connection_setup import CLOSED, CONNECTING, DEFAULT_SOCKET_OPTIONS, READY, TLS, ConnectionSetup
 from .future import Future
+from .poller import Registry
 from .tls_channel import TlsChannel
 
 __all__ = ["DirectConnection"]
@@ -87,7 +88,7 @@ class _Abandoned(Future):
 class DirectConnection(ConnectionSetup):
     """One connection to one broker; see the module docstring."""
 
-    def __init__(self, node_id: Any, host: str, port: int, *, selector: selectors.BaseSelector,
+    def __init__(self, node_id: Any, host: str, port: int, *, selector: Registry,
                  client_id: str, request_timeout_s: float, setup_timeout_s: float,
                  on_close: Callable[[DirectConnection, bool], None] | None = None,
                  api_versions_request: Callable[[int], Any] | None = None,
@@ -463,9 +464,8 @@ class DirectConnection(ConnectionSetup):
         frame too large to wait for in reads of 64 KiB gets its own buffer, filled by :meth:`_read`.
 
         Why not kafka-python's ``KafkaProtocol.receive_bytes``: it copies every frame through two
-        ``KafkaBytes`` buffers and decodes the size prefix with its generic codec; with the header
-        check it cost about 40 us per answer against 20 us for the decode itself (an EndTxn v5
-        answer, ``timeit``, 2026-11-22). The header is read by
+        ``KafkaBytes`` buffers and decodes the size prefix with its generic codec; with the header check it
+        cost ~40 us per answer against 20 us for the decode itself (EndTxn v5, 2026-11-22). Read by
         :mod:`txnproducer._internal.protocol.framing`; the body decode stays kafka-python's (or
         our Produce codec's), on a ``KafkaBytes`` as its parser does.
         """

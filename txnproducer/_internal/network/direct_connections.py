@@ -41,6 +41,7 @@ from .channel_security import ChannelSecurity
 from .connection import DirectConnection
 from .connection_setup import DEFAULT_SOCKET_OPTIONS
 from .future import Future
+from .poller import Poller
 
 __all__ = ["DEFAULT_CONNECTIONS_MAX_IDLE_MS", "DirectConnections"]
 
@@ -80,7 +81,7 @@ class DirectConnections:
         max_idle_ms = getattr(config, "connections_max_idle_ms", None)
         self._max_idle_s = (DEFAULT_CONNECTIONS_MAX_IDLE_MS if max_idle_ms is None else max_idle_ms) / 1000
         self._next_idle_check = time.monotonic() + min(self._max_idle_s, _IDLE_CHECK_S)
-        self.selector = selectors.DefaultSelector()
+        self.selector = Poller()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -235,11 +236,10 @@ class DirectConnections:
                 earliest = deadline
         timeout_s = max(0.0, min(timeout_s, earliest - now))
         try:
-            ready = self.selector.select(timeout_s)
+            ready = self.selector.poll(timeout_s)
         except (OSError, ValueError):  # closed under us (close_all from the end of the loop)
             return
-        for key, events in ready:
-            data = key.data
+        for data, events in ready:
             if data is _Wakeup:
                 self._drain_wakeup()
             else:
@@ -252,9 +252,11 @@ class DirectConnections:
                 self._close_idle(now)
 
     def _drain_wakeup(self) -> None:
+        # One read: NetworkClient.wakeup writes at most one byte between two polls, so 4 KiB is
+        # everything there is (more would only make the next poll return at once and read again)
+        # - not a second read that ends in BlockingIOError on every wake-up.
         with contextlib.suppress(OSError):  # BlockingIOError: drained already
-            while self._wake_r.recv(4096):
-                pass
+            self._wake_r.recv(4096)
 
     def _close_idle(self, now: float) -> None:
         """Close connections idle for ``connections_max_idle_ms`` (nothing in flight, no traffic)."""

@@ -75,7 +75,8 @@ class MetadataRefresh:
     def run(self, now: float) -> float:
         """Send what is due; seconds until something may be due again (the poll's bound)."""
         wait = self._maybe_refresh_metadata(now)
-        self._maybe_refresh_features(now)
+        if self._features_in_flight is None and now - self._features_at >= self._max_age_s:
+            self._maybe_refresh_features(now)  # due once per metadata_max_age_ms: not a call per poll
         return wait
 
     # -- Metadata --------------------------------------------------------------------------------

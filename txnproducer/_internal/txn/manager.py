@@ -346,8 +346,29 @@ class TransactionManager(ProducerIdentity):
             return False
         return not (head.is_end_txn and has_incomplete_batches)
 
+    def request_outlook(self, has_incomplete_batches: bool) -> bool | None:
+        """None while a request is in flight, else :meth:`may_have_request`: the Sender's one question
+        per loop iteration (and per Produce answer of a committing transaction), in one call."""
+        requests = self._requests
+        if requests.in_flight is not None:
+            return None
+        if self._closed:
+            return False
+        if self._new_partitions:
+            return True
+        heap = requests.heap  # may_have_request() without its calls (the reasons are its docstring's)
+        if not heap:
+            return False
+        try:
+            head = heap[0][2]
+        except IndexError:  # emptied by another thread since
+            return False
+        return not (head.is_end_txn and has_incomplete_batches)
+
     def next_request_delay_ms(self) -> float | None:
         """Milliseconds until the head of the queue may be sent (0: now), None if it is empty."""
+        if not self._requests:  # nearly every Sender iteration; one queued by another thread wakes it
+            return None
         with self._lock:
             return self._requests.head_delay_ms()
 
