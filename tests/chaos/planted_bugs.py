@@ -6,7 +6,7 @@ realistic mistake in the producer's machinery, planted with ``pytest.MonkeyPatch
 * ``wrong_epoch`` - after EndTxn v5 the producer keeps its old epoch instead of adopting the one the
   coordinator returned (``TransactionManager.transaction_ended``);
 * ``end_txn_early`` - EndTxn is sent while a Produce of the transaction is still incomplete
-  (``TransactionManager.next_request``, and ``may_have_request``/``request_outlook``, the Sender's look
+  (``TransactionManager.next_request``, and ``request_outlook``, the Sender's look
   before it, told that no batch is incomplete);
 * ``drop_retry`` - a batch that should be retried after a retriable error is completed as if acknowledged
   instead of re-enqueued (``Sender._retry_or_fail``).
@@ -66,18 +66,12 @@ def _end_txn_early(mp: pytest.MonkeyPatch) -> None:
             _fired("end_txn_early")
         return original(self, False)  # EndTxn no longer waits for the transaction's batches
 
-    original_look = TransactionManager.may_have_request
-
-    def may_have_request(self: TransactionManager, has_incomplete_batches: bool) -> bool:
-        return original_look(self, False)  # nor does the Sender's look that decides whether to ask
-
     original_outlook = TransactionManager.request_outlook
 
     def request_outlook(self: TransactionManager, has_incomplete_batches: bool) -> bool | None:
-        return original_outlook(self, False)  # the same look, as the Sender asks it once per iteration
+        return original_outlook(self, False)  # nor does the Sender's look (may_have_request asks it too)
 
     mp.setattr(TransactionManager, "next_request", next_request)
-    mp.setattr(TransactionManager, "may_have_request", may_have_request)
     mp.setattr(TransactionManager, "request_outlook", request_outlook)
 
 

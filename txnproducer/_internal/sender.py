@@ -215,8 +215,8 @@ class Sender(threading.Thread):
             # AuthenticationException to the transaction manager, which fails every request)
             tm.transition_to_fatal_error(auth_error)
         expiry = self._acc.next_expiry()  # the oldest incomplete batch's deadline: once per iteration
-        if expiry is not None and expiry <= time.monotonic():
-            self._expire_batches(time.monotonic())
+        if expiry is not None and expiry <= (now := time.monotonic()):
+            self._expire_batches(now)
             expiry = self._acc.next_expiry()
         features = net.features  # nearly every iteration: the features _apply_transaction_version saw
         if (features is None or features is not self._features_seen) \

@@ -116,7 +116,7 @@ class Poller:
         for fd, event in ready:
             item = data.get(fd, _MISSING)
             if item is _MISSING:
-                continue  # unregistered by an earlier socket's handling in this same poll
+                continue  # unregistered between epoll's answer and here (by nothing today: defensive)
             events = 0
             if event & ~select.EPOLLIN:
                 events |= _WRITE

@@ -337,18 +337,11 @@ class TransactionManager(ProducerIdentity):
         afterwards comes with a wake-up) or an EndTxn waiting for batches that only the Sender
         thread completes, or a request in flight (also only the Sender's to end).
         """
-        if self._closed or self._requests.in_flight is not None:
-            return False
-        if self._new_partitions:
-            return True
-        head = self._requests.peek()
-        if head is None:
-            return False
-        return not (head.is_end_txn and has_incomplete_batches)
+        return self.request_outlook(has_incomplete_batches) is True
 
     def request_outlook(self, has_incomplete_batches: bool) -> bool | None:
-        """None while a request is in flight, else :meth:`may_have_request`: the Sender's one question
-        per loop iteration (and per Produce answer of a committing transaction), in one call."""
+        """None while a request is in flight, else :meth:`may_have_request`'s answer: the Sender's one
+        question per loop iteration (and per Produce answer of a committing transaction), in one call."""
         requests = self._requests
         if requests.in_flight is not None:
             return None
@@ -356,7 +349,7 @@ class TransactionManager(ProducerIdentity):
             return False
         if self._new_partitions:
             return True
-        heap = requests.heap  # may_have_request() without its calls (the reasons are its docstring's)
+        heap = requests.heap  # read once, without the lock (may_have_request's docstring says why)
         if not heap:
             return False
         try:
