@@ -54,8 +54,8 @@ SENDER_PHASES = [
     ("    epoll_wait (selectors)", "selectors", "EpollSelector", "select"),
     ("    epoll_wait (network/poller.py)", "txnproducer._internal.network.poller", "Poller", "poll"),
     ("    read and handle answers", "txnproducer._internal.network.connection", "DirectConnection", "_read"),
-    ("      Produce answer: complete batches", "txnproducer._internal.sender", "Sender",
-     "_on_produce_response"),
+    ("      Produce answer: complete batches", "txnproducer._internal.produce_outcomes", "ProduceOutcomes",
+     "on_response"),
     ("      coordinator answer (EndTxn, ...)", "txnproducer._internal.txn.handler", "TxnRequestHandler",
      "handle_response"),
     ("  frame a request (every request, inside the above)", "txnproducer._internal.protocol.framing",
@@ -64,8 +64,8 @@ SENDER_PHASES = [
      "DirectConnection", "_flush"),
     ("  next coordinator request (TM, under its lock)", "txnproducer._internal.txn.manager",
      "TransactionManager", "next_request"),
-    ("  complete a batch (TM sequences, futures, memory)", "txnproducer._internal.sender", "Sender",
-     "_complete"),
+    ("  complete an answer's batches (TM sequences, futures, memory)",
+     "txnproducer._internal.produce_outcomes", "ProduceOutcomes", "complete_all"),
 ]
 APP_PHASES = [
     ("begin_transaction()", "txnproducer.producer", "TransactionalProducer", "begin_transaction"),

@@ -60,10 +60,10 @@ SENDER_CALLS = [
     ("    accumulator.drain", ("batching/accumulator.py", "drain")),
     ("      batch build (BatchEncoder.build, pure)", ("protocol/record_batch.py", "build")),
     ("    _send_produce (request encode+send)", ("sender.py", "_send_produce")),
-    ("  _on_produce_response", ("sender.py", "_on_produce_response")),
+    ("  ProduceOutcomes.on_response", ("produce_outcomes.py", "on_response")),
     ("    batch.finish (futures, callbacks)", ("batching/batch.py", "finish")),
     ("  transactional requests", ("sender.py", "_maybe_send_transactional_request")),
-    ("  _expire_batches", ("sender.py", "_expire_batches")),
+    ("  expire_batches", ("produce_outcomes.py", "expire_batches")),
     ("  net.maintain", ("network/client.py", "maintain")),
 ]
 

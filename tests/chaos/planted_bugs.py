@@ -9,7 +9,7 @@ realistic mistake in the producer's machinery, planted with ``pytest.MonkeyPatch
   (``TransactionManager.next_request``, and ``request_outlook``, the Sender's look
   before it, told that no batch is incomplete);
 * ``drop_retry`` - a batch that should be retried after a retriable error is completed as if acknowledged
-  instead of re-enqueued (``Sender._retry_or_fail``).
+  instead of re-enqueued (``ProduceOutcomes.retry_or_fail``).
 
 ``tests/chaos/test_planted_bugs.py`` runs a short chaos run per bug and asserts the checker flags it; a
 full run with a planted bug: ``CHAOS_PLANT=<name> CHAOS_SEED=... pytest tests/chaos/test_chaos.py``
@@ -25,7 +25,7 @@ import attrs
 import pytest
 
 from txnproducer._internal import produce_errors
-from txnproducer._internal.sender import Sender
+from txnproducer._internal.produce_outcomes import ProduceOutcomes
 from txnproducer._internal.txn.manager import TransactionManager
 
 __all__ = ["FIRED", "PLANTED", "PlantedBug"]
@@ -76,19 +76,19 @@ def _end_txn_early(mp: pytest.MonkeyPatch) -> None:
 
 
 def _drop_retry(mp: pytest.MonkeyPatch) -> None:
-    original = Sender._retry_or_fail
+    original = ProduceOutcomes.retry_or_fail
 
-    def retry_or_fail(self: Sender, batch: Any, code: int, message: str | None, record_errors: Any,
+    def retry_or_fail(self: ProduceOutcomes, batch: Any, code: int, message: str | None, record_errors: Any,
                       *args: Any, **kwargs: Any) -> None:
         if batch.final_state is None and code in produce_errors.RETRIABLE:
             _fired("drop_retry")
-            self._complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
+            self.complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
             return
         # the rest of the real signature passes through (it grew leader_moved= after this was
         # written, and the planted bug then broke the Sender's callback instead of the retry)
         original(self, batch, code, message, record_errors, *args, **kwargs)
 
-    mp.setattr(Sender, "_retry_or_fail", retry_or_fail)
+    mp.setattr(ProduceOutcomes, "retry_or_fail", retry_or_fail)
 
 
 PLANTED: dict[str, PlantedBug] = {bug.name: bug for bug in (

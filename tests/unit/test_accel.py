@@ -77,10 +77,10 @@ class _Gate:
     def has_broker_state(self, tp: TopicPartition) -> bool:
         return True
 
-    def sequence_number(self, tp: TopicPartition) -> int:
+    def assign_sequence(self, tp: TopicPartition, record_count: int) -> int:
         return 0
 
-    def increment_sequence(self, tp: TopicPartition, increment: int) -> None:
+    def release_sequence(self, tp: TopicPartition, base_sequence: int, record_count: int) -> None:
         pass
 
 

@@ -42,11 +42,14 @@ class FakeTM:
     def has_broker_state(self, tp: TopicPartition) -> bool:
         return tp in self.broker_state
 
-    def sequence_number(self, tp: TopicPartition) -> int:
-        return self.sequences.get(tp, 0)
+    def assign_sequence(self, tp: TopicPartition, record_count: int) -> int:
+        base = self.sequences.get(tp, 0)
+        self.sequences[tp] = base + record_count
+        return base
 
-    def increment_sequence(self, tp: TopicPartition, increment: int) -> None:
-        self.sequences[tp] = self.sequences.get(tp, 0) + increment
+    def release_sequence(self, tp: TopicPartition, base_sequence: int, record_count: int) -> None:
+        assert self.sequences[tp] == base_sequence + record_count, "only the last batch's sequences go back"
+        self.sequences[tp] = base_sequence
 
 
 class Clock:
@@ -214,7 +217,7 @@ def test_a_batch_that_cannot_be_encoded_leaves_the_queue_and_the_others_drain(ha
     if not handler:
         assert "1 record(s) for t-0 could not be encoded into a batch (RuntimeError: cannot encode)" \
             in str(failed.value)
-    assert TP0 not in tm.sequences  # it took no sequence: the next batch of t-0 starts at 0
+    assert tm.sequences.get(TP0, 0) == 0  # it kept no sequence: the next batch of t-0 starts at 0
     assert acc.used_memory < used and failing not in acc.incomplete_batches()
     assert acc.drain(leader, {1})[1][0].base_sequence == 0
     assert not other.done() and not good.done()

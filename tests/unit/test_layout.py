@@ -86,11 +86,18 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.protocol",
         "txnproducer._internal.log",
     )),
+    # what a Produce answer does to its batches: the Sender's, never the Sender itself
+    ("txnproducer._internal.produce_outcomes", (
+        "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
+        "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
+        "txnproducer._internal.produce_errors",
+    )),
     ("txnproducer._internal.sender", (
         "txnproducer.errors", "txnproducer.config", "txnproducer._internal.protocol",
         "txnproducer._internal.network", "txnproducer._internal.batching", "txnproducer._internal.txn",
         "txnproducer._internal.log", "txnproducer._internal.metrics", "txnproducer._internal.overdue",
         "txnproducer._internal.listeners", "txnproducer._internal.produce_errors",
+        "txnproducer._internal.produce_outcomes",
     )),
     # OpenTelemetry: told by the producer's parts through their hooks, never importing the producer
     ("txnproducer.otel", (

@@ -524,23 +524,27 @@ class _FakeNet:
 
 
 def _sender(net: _FakeNet) -> tuple[Sender, list[tuple[str, Any]]]:
-    config = SimpleNamespace(transactional_id="txn-é", retry_backoff_ms=100, request_timeout_ms=30_000)
+    config = SimpleNamespace(transactional_id="txn-é", retry_backoff_ms=100, request_timeout_ms=30_000,
+                             linger_ms=5)
     sender = Sender(network=net, accumulator=None, transaction_manager=None,  # type: ignore[arg-type]
                     config=config)  # type: ignore[arg-type]
     outcomes: list[tuple[str, Any]] = []
-    sender._complete = lambda batch, base_offset, log_append_time: outcomes.append(  # type: ignore[method-assign]
-        ("done", (batch.tp, base_offset, log_append_time)))
+    def complete_all(appended: list[tuple[Any, int, int | None]]) -> None:
+        outcomes.extend(("done", (batch.tp, base_offset, log_append_time))
+                        for batch, base_offset, log_append_time in appended)
+
     def retry_or_fail(batch: Any, code: int, message: Any, record_errors: Any, log_start_offset: Any = None,
                       leader_moved: bool = False) -> None:
         outcomes.append(("error", (batch.tp, code, message, record_errors)))
 
-    sender._retry_or_fail = retry_or_fail  # type: ignore[method-assign]
+    sender._outcomes.complete_all = complete_all  # type: ignore[method-assign]
+    sender._outcomes.retry_or_fail = retry_or_fail  # type: ignore[method-assign]
     return sender, outcomes
 
 
 def _batch(topic: str, partition: int, payload: bytes) -> Any:
     return SimpleNamespace(tp=TopicPartition(topic, partition), buffer=bytearray(payload), record_count=1,
-                           size=len(payload))
+                           size=len(payload), final_state=None)
 
 
 @pytest.mark.parametrize(("version", "known_ids", "sent_version"), [

@@ -9,8 +9,9 @@ Each loop (the Java client's ``Sender.runOnce``):
    to the least-loaded node, the rest to the coordinator) and skip producing this loop.
 2. Otherwise drain ready batches per leader into one ProduceRequest per node (TV2: v12;
    TV1: at most v11), and again while more is sendable at once.
-3. Poll the network; responses complete batches, retriable errors re-enqueue them with their
-   sequence numbers, and batches older than ``delivery_timeout_ms`` expire.
+3. Poll the network; Produce answers complete batches, retriable errors re-enqueue them with
+   their sequence numbers (``produce_outcomes.py``), and batches older than ``delivery_timeout_ms``
+   expire.
 
 The loop never sleeps: it blocks in the network poll with a timeout derived from the next
 linger deadline, retry backoff or expiry, and application threads wake it
@@ -27,10 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka.structs import TopicPartition
-
 from txnproducer import errors
-from txnproducer._internal.batching.accumulator import RecordAccumulator, encoding_error
+from txnproducer._internal.batching.accumulator import RecordAccumulator
 from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.log import debug_enabled, get_logger
@@ -38,17 +37,8 @@ from txnproducer._internal.network.api_versions import PRODUCE_MAX_WITH_NAMES
 from txnproducer._internal.network.client import NetworkClient
 from txnproducer._internal.network.connection_errors import BrokerSilent, CoordinatorMoved
 from txnproducer._internal.overdue import OverdueWatch
-from txnproducer._internal.produce_errors import LEADER_HINT_CODES, RETRIABLE, STALE_METADATA, produce_error
-from txnproducer._internal.protocol import error_codes as ec
-from txnproducer._internal.protocol.error_codes import (
-    DUPLICATE_SEQUENCE_NUMBER,
-    MESSAGE_TOO_LARGE,
-    NETWORK_EXCEPTION,
-    NONE,
-    UNKNOWN_PRODUCER_ID,
-)
+from txnproducer._internal.produce_outcomes import ProduceOutcomes
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
-from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
 from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
 from txnproducer._internal.txn.state import State
 from txnproducer.config import ProducerConfig
@@ -109,6 +99,17 @@ class Sender(threading.Thread):
         # leaves a broker that stops answering once the cluster has moved on from it
         self._overdue = OverdueWatch(network, accumulator, transaction_manager, self._log)
         self._max_poll_s = min(config.request_timeout_ms, 1000) / 1000
+        self._outcomes = ProduceOutcomes(
+            network=network, accumulator=accumulator, transaction_manager=transaction_manager, config=config,
+            metrics=metrics, event=self._event, telemetry=lambda: self.telemetry,
+            after_answer=functools.partial(self._maybe_send_transactional_request, may_poll=False))
+        # The first idle wait after produce data went out ends within linger_ms (see run_once): a
+        # producer that just sent is likely to start its next batch soon, and a batch that lingers
+        # at most as long as the Sender waits needs no wake-up (accumulator: looks_by). None (the
+        # same wait as always) below a millisecond: a zero linger wakes the Sender for every batch.
+        linger_s = config.linger_ms / 1000
+        self._after_send_wait_s: float | None = linger_s if 0.001 <= linger_s < self._max_poll_s else None
+        self._sent_since_idle = False
 
     def _event(self, level: str, event: str, **fields: Any) -> None:
         """Log ``event`` bound with the current producer id and epoch (DESIGN: logging)."""
@@ -216,7 +217,7 @@ class Sender(threading.Thread):
             tm.transition_to_fatal_error(auth_error)
         expiry = self._acc.next_expiry()  # the oldest incomplete batch's deadline: once per iteration
         if expiry is not None and expiry <= (now := time.monotonic()):
-            self._expire_batches(now)
+            self._outcomes.expire_batches(now)
             expiry = self._acc.next_expiry()
         features = net.features  # nearly every iteration: the features _apply_transaction_version saw
         if (features is None or features is not self._features_seen) \
@@ -250,6 +251,15 @@ class Sender(threading.Thread):
         txn_delay_ms = tm.next_request_delay_ms()
         if txn_delay_ms:  # a coordinator request is backing off (0: blocked on something else)
             delay = min(delay, txn_delay_ms / 1000)
+        if self._sent_since_idle and not self._acc.has_incomplete():
+            # Idle after sending (a small transaction's end): this one wait ends within linger_ms,
+            # so the next transaction's first batch, which lingers that long, starts without
+            # waking this thread (a wake-up costs a loop iteration and two context switches per
+            # transaction; the Java client wakes its Sender for every new batch). At most one
+            # short wait per burst of sending: an idle producer waits as long as before.
+            self._sent_since_idle = False
+            if self._after_send_wait_s is not None:
+                delay = min(delay, self._after_send_wait_s)
         net.poll(delay)
 
     def _apply_transaction_version(self) -> bool:
@@ -386,9 +396,10 @@ class Sender(threading.Thread):
         # sendable meanwhile still goes first: the loop stops and the next iteration sends it.
         while sendable:
             drained = acc.drain(net.leader_for, sendable, self._config.max_request_size, now,
-                                on_encode_error=self._fail_unencodable)
+                                on_encode_error=self._outcomes.fail_unencodable)
             if not drained:
                 return poll_s
+            self._sent_since_idle = True
             for node, batches in drained.items():
                 # each broker gets the version it speaks (brokers differ during a rolling upgrade)
                 self._send_produce(node, batches,
@@ -435,159 +446,6 @@ class Sender(threading.Thread):
         if self._metrics is not None:
             self._metrics.record_produce_request(len(batches), records, size)
         future = self._net.send(node, request)
-        future.add_callback(lambda response: self._on_produce_response(node, batches, response, names_by_id))
-        future.add_errback(lambda exc: self._on_produce_failure(batches, exc))
-
-    def _on_produce_response(self, node: int, batches: list[ProducerBatch], response: ProduceResponseData,
-                             names_by_id: dict[Any, str]) -> None:
-        answers: dict[TopicPartition, PartitionResponse] = {}
-        for topic in response.responses:
-            name = names_by_id.get(topic.topic_id) if names_by_id else topic.name
-            for answer in topic.partition_responses:
-                answers[TopicPartition(name, answer.index)] = answer
-        for batch in batches:
-            part = answers.get(batch.tp)
-            if part is None:
-                self._retry_or_fail(batch, NETWORK_EXCEPTION, "partition missing from the Produce response",
-                                    None)
-                continue
-            code = part.error_code
-            if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
-                self._complete(batch, part.base_offset, part.log_append_time_ms)
-                continue
-            moved = (part.current_leader is not None and code in LEADER_HINT_CODES
-                     and self._follow_leader_hint(batch.tp, node, part.current_leader, response))
-            self._retry_or_fail(batch, code, part.error_message, part.record_errors,
-                                part.log_start_offset, leader_moved=moved)
-        if self._tm.state in _COMPLETING:
-            # the last batch of a committing/aborting transaction may have just completed: its
-            # EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete)
-            self._maybe_send_transactional_request(may_poll=False)
-
-    def _follow_leader_hint(self, tp: TopicPartition, node: int, leader: tuple[int, int],
-                            response: ProduceResponseData) -> bool:
-        """KIP-951: the old leader named the new one (and how to reach it). Route the partition
-        there at once, as the Java client does, instead of after a metadata round trip; True if
-        the batch's retry should go without backoff (the leader is another broker now)."""
-        leader_id, leader_epoch = leader
-        if leader_id < 0 or leader_epoch < 0:
-            return False
-        for endpoint in response.node_endpoints:
-            if endpoint.node_id == leader_id:
-                self._net.ensure_broker(endpoint.node_id, endpoint.host, endpoint.port)
-        self._net.follow_leader_hint(tp, leader_id, leader_epoch)
-        self._event("debug", "txn.leader_hint", topic=tp.topic, partition=tp.partition, leader=leader_id,
-                    leader_epoch=leader_epoch)
-        return leader_id != node
-
-    def _on_produce_failure(self, batches: list[ProducerBatch], exc: BaseException) -> None:
-        """The request never got an answer (connection dropped, request timed out)."""
-        self._event("debug", "txn.produce_request_failed", error=repr(exc), batches=len(batches))
-        self._net.request_metadata_update()
-        for batch in batches:
-            self._retry_or_fail(batch, NETWORK_EXCEPTION, f"{type(exc).__name__}: {exc}", None)
-
-    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        if batch.final_state is not None:
-            return  # expired or aborted meanwhile; the TM already knows
-        self._tm.handle_completed_batch(batch.tp, batch.base_sequence, batch.record_count,
-                                        batch.producer_epoch, base_offset)
-        self._acc.complete(batch, base_offset, log_append_time)
-
-    def _retry_or_fail(self, batch: ProducerBatch, code: int, message: str | None,
-                       record_errors: Any, log_start_offset: int | None = None,
-                       leader_moved: bool = False) -> None:
-        if batch.final_state is not None:
-            return
-        tm = self._tm
-        pid_epoch = tm.producer_id_and_epoch
-        same_producer = (pid_epoch is not None and pid_epoch.producer_id == batch.producer_id
-                         and pid_epoch.epoch == batch.producer_epoch)
-        within_time = time.monotonic() - batch.created < self._acc.delivery_timeout_s
-        retry = False
-        if same_producer and within_time and batch.attempts <= self._config.retries \
-                and not tm.has_fatal_error():
-            retry = code in RETRIABLE or bool(tm.can_retry(
-                batch.tp, code, batch.producer_epoch, batch.base_sequence,
-                log_start_offset=log_start_offset, sequence_reset=batch.sequence_reset))
-            if retry and code == UNKNOWN_PRODUCER_ID and not batch.sequence_reset \
-                    and tm.state_lost_to_retention(batch.tp, log_start_offset):
-                self._restart_sequences(batch.tp)
-        if code == MESSAGE_TOO_LARGE and batch.record_count > 1 and same_producer and within_time \
-                and not tm.has_fatal_error():
-            # larger than the topic's max.message.bytes: send it in halves (sequences kept)
-            try:
-                parts = self._acc.split_and_reenqueue(batch)  # encodes the halves before it changes anything
-            except Exception as cause:
-                self._fail_unencodable(batch, cause)
-                return
-            tm.handle_split_batch(batch.tp, batch.base_sequence, [p.record_count for p in parts])
-            self._event("info", "txn.batch_split", topic=batch.tp.topic, partition=batch.tp.partition,
-                        records=batch.record_count, base_sequence=batch.base_sequence)
-            return
-        if retry:
-            if code in STALE_METADATA:
-                self._net.request_metadata_update()
-            if self._metrics is not None:
-                self._metrics.record_retry(batch.record_count)
-            if self.telemetry is not None:
-                self.telemetry.batch_retry(batch, code)
-            self._event("debug", "txn.batch_retry", topic=batch.tp.topic, partition=batch.tp.partition,
-                            error_code=code, base_sequence=batch.base_sequence)
-            # to a leader a KIP-951 hint just named: at once (Java skips the backoff when the
-            # leader changed since the batch was sent)
-            self._acc.reenqueue(batch, backoff=not leader_moved)
-            return
-        exc: BaseException = produce_error(code, message)
-        if code == ec.INVALID_PRODUCER_EPOCH:  # the record's future says why, as the commit does
-            exc = self._tm.abortable_produce_error(exc, code, batch.tp)
-        if not within_time:
-            exc = errors.DeliveryTimeoutError(
-                f"batch for {batch.tp.topic}-{batch.tp.partition} not acknowledged within "
-                f"delivery_timeout_ms={self._config.delivery_timeout_ms} (last error: {exc})")
-        per_record: dict[int, BaseException] | None = None
-        if record_errors:
-            per_record = {int(e.batch_index): produce_error(code, e.batch_index_error_message or message)
-                          for e in record_errors}
-        if self._metrics is not None:
-            self._metrics.record_error(batch.record_count)
-        self._event("info", "txn.batch_failed", topic=batch.tp.topic, partition=batch.tp.partition,
-                       error=str(exc))
-        tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
-                               batch.producer_epoch, exc, True)
-        self._acc.fail(batch, exc, per_record)
-
-    def _fail_unencodable(self, batch: ProducerBatch, cause: Exception) -> None:
-        """A batch whose encoding raised (a compression library that failed, a bug): its records fail
-        with BatchEncodingError and the transaction becomes abortable, as after any batch that failed
-        for good; the loop goes on with the other batches. Defence in depth: ``send()`` lets nothing
-        through that the encoders cannot write, but one batch must never stop the Sender thread."""
-        exc = encoding_error(batch, cause)
-        if self._metrics is not None:
-            self._metrics.record_error(batch.record_count)
-        self._event("error", "txn.batch_encoding_failed", topic=batch.tp.topic, partition=batch.tp.partition,
-                    records=batch.record_count, error=repr(cause), exc_info=cause)
-        self._tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
-                                     batch.producer_epoch, exc, True)
-        self._acc.fail(batch, exc)
-
-    def _restart_sequences(self, tp: TopicPartition) -> None:
-        """Retention removed our producer state on ``tp``: its in-flight batches start again at
-        sequence 0 (re-stamped, records unchanged) and are retried in order."""
-        batches = self._acc.outstanding(tp)
-        bases = self._tm.restart_sequences(tp, [b.record_count for b in batches])
-        for batch, base in zip(batches, bases, strict=True):
-            batch.restamp(base)
-
-    def _expire_batches(self, now: float) -> None:
-        for batch in self._acc.expired_batches(now):
-            if batch.final_state is not None:
-                continue
-            exc = errors.DeliveryTimeoutError(
-                f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} expired: "
-                f"not acknowledged within delivery_timeout_ms={self._config.delivery_timeout_ms}")
-            self._event("info", "txn.batch_expired", topic=batch.tp.topic, partition=batch.tp.partition)
-            self._tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
-                                         batch.producer_epoch, exc, False)
-            self._acc.fail(batch, exc)
-
+        outcomes = self._outcomes
+        future.add_callback(lambda response: outcomes.on_response(node, batches, response, names_by_id))
+        future.add_errback(lambda exc: outcomes.on_failure(batches, exc))

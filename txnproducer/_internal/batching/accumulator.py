@@ -92,8 +92,8 @@ class TransactionGate(Protocol):
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool: ...
     def has_broker_state(self, tp: TopicPartition) -> bool: ...
-    def sequence_number(self, tp: TopicPartition) -> int: ...
-    def increment_sequence(self, tp: TopicPartition, increment: int) -> None: ...
+    def assign_sequence(self, tp: TopicPartition, record_count: int) -> int: ...
+    def release_sequence(self, tp: TopicPartition, base_sequence: int, record_count: int) -> None: ...
     @property
     def producer_id_and_epoch(self) -> Any: ...
 
@@ -523,14 +523,14 @@ class RecordAccumulator:
                         continue
                     if first.builder is not None:  # its records' size before compression
                         self._start_reservation[tp] = self._reservation_step(first.builder.size())
-                    seq = self._tm.sequence_number(tp)
+                    seq = self._tm.assign_sequence(tp, first.record_count)
                     try:
                         first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
                     except Exception as cause:
+                        self._tm.release_sequence(tp, seq, first.record_count)  # it takes none
                         dq.popleft()
                         unencodable.append((first, cause))
                         continue
-                    self._tm.increment_sequence(tp, first.record_count)
                     self._outstanding.setdefault(tp, []).append(first)
                     size = first.size
                 dq.popleft()
@@ -636,6 +636,15 @@ class RecordAccumulator:
         with self._mutex:
             self._finalize(batch)
         return batch.finish(base_offset, log_append_time, None)
+
+    def complete_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
+        """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``: one lock for
+        all, then their futures in the answer's order."""
+        with self._mutex:
+            for batch, _, _ in outcomes:
+                self._finalize(batch)
+        for batch, base_offset, log_append_time in outcomes:
+            batch.finish(base_offset, log_append_time, None)
 
     def fail(self, batch: ProducerBatch, exception: BaseException,
              record_errors: dict[int, BaseException] | None = None) -> bool:

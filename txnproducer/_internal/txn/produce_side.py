@@ -1,8 +1,8 @@
 """What the produce path asks and reports: partitions a batch may go to, sequences, batch outcomes.
 
 Why apart: these are the calls of ``send()`` (``maybe_add_partition``), the accumulator
-(``is_send_to_partition_allowed``, ``has_broker_state``, ``sequence_number``,
-``increment_sequence``: the ``TransactionGate`` it declares) and the Sender (batch completed,
+(``is_send_to_partition_allowed``, ``has_broker_state``, ``assign_sequence``,
+``release_sequence``: the ``TransactionGate`` it declares) and the Sender (batch completed,
 split, failed; may a batch be retried), and the decisions behind them: which produce errors are
 fatal and which only make the transaction abortable (the Java client's rule), when
 OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID are retried, and when TV1 must bump the
@@ -10,6 +10,8 @@ epoch itself (KIP-360).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from kafka.structs import TopicPartition
 
@@ -106,8 +108,9 @@ class ProduceSide(TxnCore):
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
         """May a batch for ``tp`` be drained now? TV1: once AddPartitionsToTxn succeeded for it;
         TV2: once ``send()`` added it to the open transaction (Produce v12 adds it implicitly)."""
-        with self._lock:
-            return self.state is not State.FATAL_ERROR and tp in self._partitions_in_txn
+        # No lock (the accumulator asks for every partition with data, in every ready() and drain()):
+        # two reads, each atomic; an answer that changes right after is as stale with the lock.
+        return self.state is not State.FATAL_ERROR and tp in self._partitions_in_txn
 
     def sequence_number(self, tp: TopicPartition) -> int:
         with self._lock:
@@ -117,6 +120,18 @@ class ProduceSide(TxnCore):
         """The Sender stamped a batch of ``increment`` records with ``sequence_number(tp)``."""
         with self._lock:
             self._sequences.assign(tp, increment)
+
+    def assign_sequence(self, tp: TopicPartition, record_count: int) -> int:
+        """``sequence_number`` and ``increment_sequence`` under one lock: the base sequence of a new
+        batch of ``record_count`` records for ``tp`` (the accumulator's drain, once per batch)."""
+        with self._lock:
+            return self._sequences.assign(tp, record_count)
+
+    def release_sequence(self, tp: TopicPartition, base_sequence: int, record_count: int) -> None:
+        """Take back the sequences ``assign_sequence`` just gave a batch that could not be encoded
+        (it never leaves the client): the partition's next batch gets them, leaving no gap."""
+        with self._lock:
+            self._sequences.failed(tp, base_sequence, record_count, True)
 
     def has_broker_state(self, tp: TopicPartition) -> bool:
         """Has the broker acknowledged a batch of the current producer id on ``tp``? Until then it
@@ -135,12 +150,24 @@ class ProduceSide(TxnCore):
     def handle_completed_batch(
         self, tp: TopicPartition, base_sequence: int, record_count: int, producer_epoch: int, base_offset: int
     ) -> None:
+        self.handle_completed_batches(((tp, base_sequence, record_count, producer_epoch, base_offset),))
+
+    def handle_completed_batches(self, outcomes: Iterable[tuple[TopicPartition, int, int, int, int]]) -> None:
+        """The broker appended these batches: ``(tp, base_sequence, record_count, producer_epoch,
+        base_offset)`` each, in the order of the Produce answer. One lock for an answer's batches (a
+        transaction over six partitions completes six at once); a batch of an older epoch changes
+        nothing (its sequences were reset with the epoch)."""
         with self._lock:
-            if producer_epoch == self._pid.epoch:
-                self._sequences.completed(tp, base_sequence, record_count, base_offset)
-                if self._broker_state_pid != self._pid.producer_id:
+            epoch = self._pid.epoch
+            pid = self._pid.producer_id
+            completed = self._sequences.completed
+            for tp, base_sequence, record_count, producer_epoch, base_offset in outcomes:
+                if producer_epoch != epoch:
+                    continue
+                completed(tp, base_sequence, record_count, base_offset)
+                if self._broker_state_pid != pid:
                     self._broker_state = set()
-                    self._broker_state_pid = self._pid.producer_id
+                    self._broker_state_pid = pid
                 self._broker_state.add(tp)
 
     def handle_split_batch(self, tp: TopicPartition, base_sequence: int, record_counts: list[int]) -> None:
