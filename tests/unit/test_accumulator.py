@@ -711,3 +711,49 @@ def test_a_new_batch_wakes_the_sender_only_when_its_wait_would_outlast_the_linge
     assert wake is True  # the append that started TP0's second batch: the first is sendable now
     acc3, _, _ = make(linger_ms=50, batch_size=300)  # without the Sender's view: every new batch wakes
     assert append(acc3, TP0)[1] is True and append(acc3, TP1)[1] is True
+
+
+TP2 = TopicPartition("t", 2)
+TP3 = TopicPartition("u", 0)  # no known leader
+
+
+def _scenario() -> tuple[RecordAccumulator, Clock]:
+    """Partitions in every state ready() and drain() tell apart: a lingering batch of a node that has
+    another partition's full batch (it goes along), a node that is not ready, a retry in its backoff,
+    a partition without a leader."""
+    acc, tm, clock = make(batch_size=300, linger_ms=50)
+    tm.allowed |= {TP2, TP3}
+    tm.broker_state |= {TP2, TP3}
+    LEADERS[TP2] = 3
+    append(acc, TP0, value=b"x" * 200)
+    append(acc, TP0, value=b"x" * 200)  # TP0's first batch is full: node 1 sendable at once
+    append(acc, TP1)  # node 2: sendable after linger, but node 2 is not ready below
+    append(acc, TP2)
+    append(acc, TP3)  # no leader
+    clock.now += 0.060  # every batch lingered long enough
+    (retried,) = acc.drain(leader, {3})[3]
+    acc.reenqueue(retried)  # TP2's batch is back, within its retry backoff
+    append(acc, TP0)  # a third, lingering, batch on TP0 behind the two
+    return acc, clock
+
+
+def test_ready_and_drain_is_ready_then_drain_of_the_ready_nodes() -> None:
+    try:
+        acc, clock = _scenario()
+        nodes, delay, unknown = acc.ready(leader, clock.now)
+        expected = acc.drain(leader, {n for n in nodes if n != 2}, now=clock.now)
+        assert nodes == {1, 2} and unknown and delay is not None and 0 < delay <= 0.1
+
+        acc2, clock2 = _scenario()
+        drained, delay2, unknown2, unready = acc2.ready_and_drain(leader, lambda node: node != 2, clock2.now,
+                                                                  False)
+        assert (delay2, unknown2, unready) == (delay, unknown, {2})
+        shape = {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
+                 for node, batches in drained.items()}
+        assert shape == {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
+                         for node, batches in expected.items()}
+        assert shape == {1: [(TP0, 1, 0)]}  # one batch per partition per request
+        assert acc2.ready_and_drain(leader, lambda node: True, clock2.now, True)[0].keys() == {1, 2}
+    finally:
+        del LEADERS[TP2]
+

@@ -372,21 +372,20 @@ class Sender(threading.Thread):
         net = self._net
         acc = self._acc
         tm = self._tm
-        nodes, delay, unknown_leader = acc.ready(net.leader_for, now, force=tm.state in _COMPLETING)
+        leader_for, max_request_size, on_encode_error = net.leader_for, self._config.max_request_size, \
+            self._outcomes.fail_unencodable
+        drained, delay, unknown_leader, unready = acc.ready_and_drain(
+            leader_for, net.is_ready, now, tm.state in _COMPLETING, max_request_size, on_encode_error)
         if unknown_leader:
             net.request_metadata_update()
         poll_s = self._max_poll_s if delay is None else max(0.0, min(delay, self._max_poll_s))
-        if not nodes:  # most iterations of a small transaction: nothing is sendable yet
+        for node in unready:  # sendable data, but no request may go there now: connect, or wait
+            net.ensure_connecting(node)
+            wait = net.connection_delay(node)
+            if wait > 0:
+                poll_s = min(poll_s, wait)
+        if not drained:  # most iterations of a small transaction: nothing is sendable yet
             return poll_s
-        sendable = set()
-        for node in nodes:
-            if net.is_ready(node):
-                sendable.add(node)
-            else:
-                net.ensure_connecting(node)
-                wait = net.connection_delay(node)
-                if wait > 0:
-                    poll_s = min(poll_s, wait)
         assert features is not None
         tv = tm.transaction_version
         # One request per node per drain (at most one batch per partition, the protocol's rule),
@@ -394,11 +393,7 @@ class Sender(threading.Thread):
         # loop iterations with a zero-timeout poll in between, without the iterations (a commit
         # of 1,000 records sends 3-5 requests in a row). A coordinator request that became
         # sendable meanwhile still goes first: the loop stops and the next iteration sends it.
-        while sendable:
-            drained = acc.drain(net.leader_for, sendable, self._config.max_request_size, now,
-                                on_encode_error=self._outcomes.fail_unencodable)
-            if not drained:
-                return poll_s
+        while drained:
             self._sent_since_idle = True
             for node, batches in drained.items():
                 # each broker gets the version it speaks (brokers differ during a rolling upgrade)
@@ -406,8 +401,8 @@ class Sender(threading.Thread):
                                    features.produce_version(tv, net.max_version(node, PRODUCE_API_KEY)))
             if tm.may_have_request(acc.has_incomplete()):
                 return 0.0
-            again, _, _ = acc.ready(net.leader_for, now, force=tm.state in _COMPLETING)
-            sendable = {node for node in again if net.is_ready(node)}
+            drained, _, _, _ = acc.ready_and_drain(
+                leader_for, net.is_ready, now, tm.state in _COMPLETING, max_request_size, on_encode_error)
         return poll_s
 
     def _send_produce(self, node: int, batches: list[ProducerBatch], version: int) -> None:

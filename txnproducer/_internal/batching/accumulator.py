@@ -447,32 +447,8 @@ class RecordAccumulator:
             # record before it lingered) end here. A batch appended meanwhile comes with a wake-up.
             return set(), None, False
         now = self._clock() if now is None else now
-        nodes: set[int] = set()
-        delay: float | None = None
-        unknown_leader = False
         with self._mutex:
-            force = force or self._memory_waiters > 0 or self._flushes > 0 or self._closed
-            for tp, dq in self._batches.items():
-                if not dq:
-                    continue
-                first = dq[0]
-                if not self._head_sendable(tp, first):
-                    continue
-                leader = leader_for(tp)
-                if leader is None or leader < 0:
-                    unknown_leader = True
-                    continue
-                if leader in nodes:
-                    continue
-                if first.attempts > 0:
-                    wait = first.retry_at - now
-                else:
-                    wait = 0.0 if (force or len(dq) > 1 or first.is_full(self._full_at)) \
-                        else first.created + self.linger_s - now
-                if wait <= 0:
-                    nodes.add(leader)
-                elif delay is None or wait < delay:
-                    delay = wait
+            _, nodes, delay, unknown_leader = self._look(leader_for, now, force)
         return nodes, delay, unknown_leader
 
     def drain(self, leader_for: Callable[[TopicPartition], int | None], nodes: Iterable[int],
@@ -491,60 +467,126 @@ class RecordAccumulator:
         queue, one such batch would fail every Sender loop until the thread gave up.
         """
         now = self._clock() if now is None else now
+        unencodable: list[tuple[ProducerBatch, Exception]] = []
+        with self._mutex:
+            heads, _, _, _ = self._look(leader_for, now, False)
+            out = self._take(heads, set(nodes), max_request_size, now, unencodable)
+        self._encode_failed(unencodable, on_encode_error)
+        return out
+
+    def ready_and_drain(self, leader_for: Callable[[TopicPartition], int | None],
+                        node_ready: Callable[[int], bool], now: float, force: bool,
+                        max_request_size: int | None = None,
+                        on_encode_error: Callable[[ProducerBatch, Exception], None] | None = None,
+                        ) -> tuple[dict[int, list[ProducerBatch]], float | None, bool, set[int]]:
+        """``ready()``, then ``drain()`` of its nodes that ``node_ready`` says a request may go to now,
+        in one look at each partition (the Sender's; each partition's checks once, not twice).
+
+        Returns what ``drain`` returns, ``ready``'s delay and unknown-leader flag, and the nodes with
+        sendable data that were not ready (the Sender connects to them)."""
+        if not self._incomplete:  # as in ready()
+            return {}, None, False, set()
+        unencodable: list[tuple[ProducerBatch, Exception]] = []
+        with self._mutex:
+            heads, nodes, delay, unknown_leader = self._look(leader_for, now, force)
+            sendable = {node for node in nodes if node_ready(node)}
+            out = self._take(heads, sendable, max_request_size, now, unencodable) if sendable else {}
+        self._encode_failed(unencodable, on_encode_error)
+        return out, delay, unknown_leader, nodes - sendable
+
+    def _look(self, leader_for: Callable[[TopicPartition], int | None], now: float, force: bool,
+              ) -> tuple[list[tuple[TopicPartition, collections.deque[ProducerBatch], int]], set[int],
+                         float | None, bool]:
+        """One look at every partition with data (caller holds the lock): the partitions whose head
+        batch may go now to a known leader, ``(tp, queue, leader)``, in this drain's turn (the first
+        partition moves on by one every drain, so that none is always last when a request fills
+        up); the leaders with a batch that lingered long enough (or is full, or a retry whose backoff
+        ended); seconds until the next one may; whether a partition with data has no known leader."""
+        heads: list[tuple[TopicPartition, collections.deque[ProducerBatch], int]] = []
+        nodes: set[int] = set()
+        delay: float | None = None
+        unknown_leader = False
+        force = force or self._memory_waiters > 0 or self._flushes > 0 or self._closed
+        items = list(self._batches.items())
+        if len(items) > 1:
+            start = self._drain_start % len(items)
+            items = items[start:] + items[:start]
+        for tp, dq in items:
+            if not dq:
+                continue
+            first = dq[0]
+            if not self._head_sendable(tp, first):
+                continue
+            leader = leader_for(tp)
+            if leader is None or leader < 0:
+                unknown_leader = True
+                continue
+            heads.append((tp, dq, leader))
+            if leader in nodes:
+                continue
+            if first.attempts > 0:
+                wait = first.retry_at - now
+            else:
+                wait = 0.0 if (force or len(dq) > 1 or first.is_full(self._full_at)) \
+                    else first.created + self.linger_s - now
+            if wait <= 0:
+                nodes.add(leader)
+            elif delay is None or wait < delay:
+                delay = wait
+        return heads, nodes, delay, unknown_leader
+
+    def _take(self, heads: list[tuple[TopicPartition, collections.deque[ProducerBatch], int]],
+              node_set: set[int], max_request_size: int | None, now: float,
+              unencodable: list[tuple[ProducerBatch, Exception]]) -> dict[int, list[ProducerBatch]]:
+        """``drain``'s work on ``_look``'s heads (caller holds the lock): a partition's head batch goes
+        in its leader's request when the leader is in ``node_set``, its retry backoff is over and the
+        request stays within the size limit; a new batch is stamped and encoded here."""
+        self._drain_start += 1
         limit = self.max_request_size if max_request_size is None else max_request_size
-        node_set = set(nodes)
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         pid_epoch = self._tm.producer_id_and_epoch
-        unencodable: list[tuple[ProducerBatch, Exception]] = []
-        with self._mutex:
-            items = list(self._batches.items())
-            if not items:
-                return out
-            start = self._drain_start % len(items)
-            self._drain_start += 1
-            for tp, dq in items[start:] + items[:start]:
-                if not dq:
+        for tp, dq, leader in heads:
+            if leader not in node_set:
+                continue
+            first = dq[0]
+            if first.attempts > 0 and first.retry_at > now:
+                continue
+            used = sizes.get(leader, 0)
+            size = first.size
+            if used and used + size > limit:
+                continue
+            if first.base_sequence < 0:
+                if pid_epoch is None or pid_epoch.producer_id < 0:
                     continue
-                leader = leader_for(tp)
-                if leader is None or leader not in node_set:
+                if first.builder is not None:  # its records' size before compression
+                    self._start_reservation[tp] = self._reservation_step(first.builder.size())
+                seq = self._tm.assign_sequence(tp, first.record_count)
+                try:
+                    first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
+                except Exception as cause:
+                    self._tm.release_sequence(tp, seq, first.record_count)  # it takes none
+                    dq.popleft()
+                    unencodable.append((first, cause))
                     continue
-                first = dq[0]
-                if first.attempts > 0 and first.retry_at > now:
-                    continue
-                if not self._head_sendable(tp, first):
-                    continue
-                used = sizes.get(leader, 0)
+                self._outstanding.setdefault(tp, []).append(first)
                 size = first.size
-                if used and used + size > limit:
-                    continue
-                if first.base_sequence < 0:
-                    if pid_epoch is None or pid_epoch.producer_id < 0:
-                        continue
-                    if first.builder is not None:  # its records' size before compression
-                        self._start_reservation[tp] = self._reservation_step(first.builder.size())
-                    seq = self._tm.assign_sequence(tp, first.record_count)
-                    try:
-                        first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
-                    except Exception as cause:
-                        self._tm.release_sequence(tp, seq, first.record_count)  # it takes none
-                        dq.popleft()
-                        unencodable.append((first, cause))
-                        continue
-                    self._outstanding.setdefault(tp, []).append(first)
-                    size = first.size
-                dq.popleft()
-                first.in_flight = True
-                first.drained_at = now
-                first.attempts += 1
-                sizes[leader] = used + size
-                out.setdefault(leader, []).append(first)
+            dq.popleft()
+            first.in_flight = True
+            first.drained_at = now
+            first.attempts += 1
+            sizes[leader] = used + size
+            out.setdefault(leader, []).append(first)
+        return out
+
+    def _encode_failed(self, unencodable: list[tuple[ProducerBatch, Exception]],
+                       on_encode_error: Callable[[ProducerBatch, Exception], None] | None) -> None:
+        """Hand each batch that could not be encoded on (the lock released)."""
         for batch, error in unencodable:
             if on_encode_error is not None:
                 on_encode_error(batch, error)
             else:
                 self.fail(batch, encoding_error(batch, error))
-        return out
 
     def _backoff(self, attempts: int) -> float:
         return float(min(self._retry_backoff_s * (2 ** max(attempts - 1, 0)), self._retry_backoff_max_s))
