@@ -222,8 +222,10 @@ class DirectConnections:
 
     def wakeup(self) -> None:
         """End the network thread's current (or next) wait at once (any thread)."""
-        with contextlib.suppress(OSError):  # full (a wake-up is pending anyway) or closed
+        try:  # not contextlib.suppress: a wake-up per transaction, three Python calls less each
             self._wake_w.send(b"\x00")
+        except OSError:  # full (a wake-up is pending anyway) or closed
+            return
 
     def poll(self, timeout_s: float) -> None:
         """Wait at most ``timeout_s`` for network events (less until one of the connections' timeouts,
