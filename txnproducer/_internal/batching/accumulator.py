@@ -546,6 +546,7 @@ class RecordAccumulator:
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         pid_epoch = self._tm.producer_id_and_epoch
+        first_step = min(self._full_at, FIRST_RESERVATION)  # _reservation_step's answer for a small batch
         for tp, dq, leader in heads:
             if leader not in node_set:
                 continue
@@ -553,14 +554,16 @@ class RecordAccumulator:
             if first.attempts > 0 and first.retry_at > now:
                 continue
             used = sizes.get(leader, 0)
-            size = first.size
+            builder = first.builder
+            size = len(first.buffer) if builder is None else builder.size()  # type: ignore[arg-type]
             if used and used + size > limit:
                 continue
             if first.base_sequence < 0:
                 if pid_epoch is None or pid_epoch.producer_id < 0:
                     continue
-                if first.builder is not None:  # its records' size before compression
-                    self._start_reservation[tp] = self._reservation_step(first.builder.size())
+                if builder is not None:  # its records' size before compression
+                    self._start_reservation[tp] = first_step if size <= first_step \
+                        else self._reservation_step(size)
                 seq = self._tm.assign_sequence(tp, first.record_count)
                 try:
                     first.close(pid_epoch.producer_id, pid_epoch.epoch, seq)
@@ -570,7 +573,7 @@ class RecordAccumulator:
                     unencodable.append((first, cause))
                     continue
                 self._outstanding.setdefault(tp, []).append(first)
-                size = first.size
+                size = len(first.buffer)  # type: ignore[arg-type]
             dq.popleft()
             first.in_flight = True
             first.drained_at = now
@@ -659,8 +662,9 @@ class RecordAccumulator:
             batch.parts_pending = len(parts)
         return parts
 
-    def _finalize(self, batch: ProducerBatch) -> None:
-        # caller holds the lock
+    def _finalize(self, batch: ProducerBatch, notify: bool = True) -> None:
+        """The batch is final: out of the in-flight and incomplete sets, its memory returned (caller
+        holds the lock). ``notify=False``: the caller tells the memory's waiters once, for several."""
         batch.in_flight = False
         outstanding = self._outstanding.get(batch.tp)
         if outstanding and batch in outstanding:
@@ -669,9 +673,14 @@ class RecordAccumulator:
         if batch.reserved:
             self._used -= batch.reserved
             batch.reserved = 0
-            if self._memory_waiters:  # counted under this lock by every waiter before it waits
-                self._lock.notify_all()
-            self.memory_freed.notify()
+            if notify:
+                self._memory_returned()
+
+    def _memory_returned(self) -> None:
+        """Tell whoever waits for buffer memory that some came back (caller holds the lock)."""
+        if self._memory_waiters:  # counted under this lock by every waiter before it waits
+            self._lock.notify_all()
+        self.memory_freed.notify()
 
     def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> bool:
         """Record success; False if the batch was already final (e.g. expired meanwhile)."""
@@ -684,7 +693,8 @@ class RecordAccumulator:
         all, then their futures in the answer's order."""
         with self._mutex:
             for batch, _, _ in outcomes:
-                self._finalize(batch)
+                self._finalize(batch, notify=False)
+            self._memory_returned()
         for batch, base_offset, log_append_time in outcomes:
             batch.finish(base_offset, log_append_time, None)
 
