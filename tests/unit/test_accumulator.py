@@ -558,7 +558,16 @@ def test_a_batch_does_not_grow_while_another_append_waits_for_memory() -> None:
     assert not thread.is_alive() and results and acc.queued_batches == 1
 
 
-def test_blocked_append_proceeds_when_memory_is_released() -> None:
+def _complete(acc: RecordAccumulator, batch: Any, how: str) -> None:
+    """The batch acknowledged alone, or as part of a Produce answer (what the Sender does)."""
+    if how == "alone":
+        acc.complete(batch, 0, -1)
+    else:
+        acc.complete_all([(batch, 0, -1)])
+
+
+@pytest.mark.parametrize("how", ["alone", "answer"])
+def test_blocked_append_proceeds_when_memory_is_released(how: str) -> None:
     woken = threading.Event()
     acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
     acc._wakeup = woken.set  # the sender is woken so it can free memory
@@ -570,7 +579,7 @@ def test_blocked_append_proceeds_when_memory_is_released() -> None:
     # while someone waits for memory, every batch is ready regardless of linger
     assert acc.ready(leader)[0] == {1}
     batch = acc.drain(leader, {1})[1][0]
-    acc.complete(batch, 0, -1)
+    _complete(acc, batch, how)
     thread.join(5)
     assert not thread.is_alive() and result and first.done()
 
@@ -633,7 +642,8 @@ def test_closed_accumulator_refuses_appends() -> None:
         append(acc)
 
 
-def test_memory_freed_fires_when_a_batch_gives_its_memory_back() -> None:
+@pytest.mark.parametrize("how", ["alone", "answer"])
+def test_memory_freed_fires_when_a_batch_gives_its_memory_back(how: str) -> None:
     """What a caller that must not block waits on: it counts itself as a memory waiter (so linger
     no longer holds batches back), registers, and tries again when the listener fires."""
     woken = threading.Event()
@@ -648,7 +658,7 @@ def test_memory_freed_fires_when_a_batch_gives_its_memory_back() -> None:
     assert woken.wait(1) and acc.ready(leader)[0] == {1}  # ready regardless of linger
     batch = acc.drain(leader, {1})[1][0]
     assert not fired.is_set()
-    acc.complete(batch, 0, -1)
+    _complete(acc, batch, how)
     assert fired.is_set()
     acc.count_memory_waiter(-1)
     append(acc, value=b"y" * 300, max_block_s=0)  # room now
