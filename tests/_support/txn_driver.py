@@ -164,9 +164,8 @@ def in_transaction(
 def produce_ok(tm: TransactionManager, tp: TopicPartition, records: int = 3, base_offset: int = 0) -> int:
     """Simulate the Sender stamping, sending and completing one batch; returns its base sequence."""
     assert tm.is_send_to_partition_allowed(tp)
-    base = tm.sequence_number(tp)
-    tm.increment_sequence(tp, records)
-    tm.handle_completed_batch(tp, base, records, tm.producer_id_and_epoch.epoch, base_offset)
+    base = tm.assign_sequence(tp, records)
+    tm.handle_completed_batches([(tp, base, records, tm.producer_id_and_epoch.epoch, base_offset)])
     return base
 
 
@@ -182,6 +181,5 @@ def fail_batch(
     tm: TransactionManager, exc: BaseException, tp: TopicPartition = TP0, records: int = 3
 ) -> None:
     """Simulate one batch of ``tp`` failing for good with ``exc``."""
-    base = tm.sequence_number(tp)
-    tm.increment_sequence(tp, records)
+    base = tm.assign_sequence(tp, records)
     tm.handle_failed_batch(tp, base, records, tm.producer_id_and_epoch.epoch, exc, True)

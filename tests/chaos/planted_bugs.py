@@ -82,7 +82,7 @@ def _drop_retry(mp: pytest.MonkeyPatch) -> None:
                       *args: Any, **kwargs: Any) -> None:
         if batch.final_state is None and code in produce_errors.RETRIABLE:
             _fired("drop_retry")
-            self.complete(batch, -1, -1)  # "acknowledged" without an offset; never sent again
+            self.complete_all([(batch, -1, -1)])  # "acknowledged" without an offset; never sent again
             return
         # the rest of the real signature passes through (it grew leader_moved= after this was
         # written, and the planted bug then broke the Sender's callback instead of the retry)

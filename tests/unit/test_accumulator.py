@@ -725,6 +725,7 @@ def test_a_new_batch_wakes_the_sender_only_when_its_wait_would_outlast_the_linge
 
 TP2 = TopicPartition("t", 2)
 TP3 = TopicPartition("u", 0)  # no known leader
+SCENARIO_LEADERS = {**LEADERS, TP2: 3}.get
 
 
 def _scenario() -> tuple[RecordAccumulator, Clock]:
@@ -734,36 +735,31 @@ def _scenario() -> tuple[RecordAccumulator, Clock]:
     acc, tm, clock = make(batch_size=300, linger_ms=50)
     tm.allowed |= {TP2, TP3}
     tm.broker_state |= {TP2, TP3}
-    LEADERS[TP2] = 3
     append(acc, TP0, value=b"x" * 200)
     append(acc, TP0, value=b"x" * 200)  # TP0's first batch is full: node 1 sendable at once
     append(acc, TP1)  # node 2: sendable after linger, but node 2 is not ready below
     append(acc, TP2)
     append(acc, TP3)  # no leader
     clock.now += 0.060  # every batch lingered long enough
-    (retried,) = acc.drain(leader, {3})[3]
+    (retried,) = acc.drain(SCENARIO_LEADERS, {3})[3]
     acc.reenqueue(retried)  # TP2's batch is back, within its retry backoff
     append(acc, TP0)  # a third, lingering, batch on TP0 behind the two
     return acc, clock
 
 
 def test_ready_and_drain_is_ready_then_drain_of_the_ready_nodes() -> None:
-    try:
-        acc, clock = _scenario()
-        nodes, delay, unknown = acc.ready(leader, clock.now)
-        expected = acc.drain(leader, {n for n in nodes if n != 2}, now=clock.now)
-        assert nodes == {1, 2} and unknown and delay is not None and 0 < delay <= 0.1
+    acc, clock = _scenario()
+    nodes, delay, unknown = acc.ready(SCENARIO_LEADERS, clock.now)
+    expected = acc.drain(SCENARIO_LEADERS, {n for n in nodes if n != 2}, now=clock.now)
+    assert nodes == {1, 2} and unknown and delay is not None and 0 < delay <= 0.1
 
-        acc2, clock2 = _scenario()
-        drained, delay2, unknown2, unready = acc2.ready_and_drain(leader, lambda node: node != 2, clock2.now,
-                                                                  False)
-        assert (delay2, unknown2, unready) == (delay, unknown, {2})
-        shape = {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
-                 for node, batches in drained.items()}
-        assert shape == {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
-                         for node, batches in expected.items()}
-        assert shape == {1: [(TP0, 1, 0)]}  # one batch per partition per request
-        assert acc2.ready_and_drain(leader, lambda node: True, clock2.now, True)[0].keys() == {1, 2}
-    finally:
-        del LEADERS[TP2]
-
+    acc2, clock2 = _scenario()
+    drained, delay2, unknown2, unready = acc2.ready_and_drain(SCENARIO_LEADERS, lambda node: node != 2,
+                                                              clock2.now, False)
+    assert (delay2, unknown2, unready) == (delay, unknown, {2})
+    shape = {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
+             for node, batches in drained.items()}
+    assert shape == {node: [(b.tp, b.record_count, b.base_sequence) for b in batches]
+                     for node, batches in expected.items()}
+    assert shape == {1: [(TP0, 1, 0)]}  # one batch per partition per request
+    assert acc2.ready_and_drain(SCENARIO_LEADERS, lambda node: True, clock2.now, True)[0].keys() == {1, 2}

@@ -109,21 +109,20 @@ def test_unknown_producer_id_failure_resets_partition_sequence() -> None:
 
 def test_sequence_numbers_wrap_at_int_max() -> None:
     tm, _, _ = drv.in_transaction(tv=2)
-    tm.increment_sequence(drv.TP0, 2**31 - 3)
-    assert tm.sequence_number(drv.TP0) == 2**31 - 3
-    tm.increment_sequence(drv.TP0, 5)
+    assert tm.assign_sequence(drv.TP0, 2**31 - 3) == 0
+    assert tm.assign_sequence(drv.TP0, 5) == 2**31 - 3
     assert tm.sequence_number(drv.TP0) == 2
 
 
 def test_failed_batch_with_adjust_pulls_later_sequences_back() -> None:
     tm, _, _ = drv.in_transaction(tv=2)
     epoch = tm.producer_id_and_epoch.epoch
-    tm.increment_sequence(drv.TP0, 3)  # batch A: 0..2
-    tm.increment_sequence(drv.TP0, 2)  # batch B: 3..4
+    assert tm.assign_sequence(drv.TP0, 3) == 0  # batch A: 0..2
+    assert tm.assign_sequence(drv.TP0, 2) == 3  # batch B: 3..4
     tm.handle_failed_batch(drv.TP0, 0, 3, epoch, errors.RecordTooLargeError("too big"), True)
     assert tm.sequence_number(drv.TP0) == 2
     tm2, _, _ = drv.in_transaction(tv=2)
-    tm2.increment_sequence(drv.TP0, 3)
+    tm2.assign_sequence(drv.TP0, 3)
     tm2.handle_failed_batch(drv.TP0, 0, 3, epoch, errors.DeliveryTimeoutError("expired"), False)
     assert tm2.sequence_number(drv.TP0) == 3  # retries exhausted: the broker may have it
 
@@ -144,3 +143,11 @@ def test_can_retry_rules() -> None:
     assert not tm.can_retry(drv.TP0, 59, epoch, 3, log_start_offset=2)  # state not lost: abort
     assert tm.can_retry(drv.TP0, 6, epoch, 3)  # NOT_LEADER_OR_FOLLOWER
     assert not tm.can_retry(drv.TP0, 10, epoch, 3)  # MESSAGE_TOO_LARGE
+
+
+def test_sequences_given_back_by_a_batch_that_could_not_be_encoded_go_to_the_next_batch() -> None:
+    tm, _, _ = drv.in_transaction(tv=2)
+    assert tm.assign_sequence(drv.TP0, 3) == 0
+    assert tm.assign_sequence(drv.TP0, 4) == 3  # this one fails to encode: it never leaves the client
+    tm.release_sequence(drv.TP0, 3, 4)
+    assert tm.assign_sequence(drv.TP0, 2) == 3  # no gap the broker would refuse as out of order

@@ -84,9 +84,9 @@ def _replay(
                         assert tm.sequence_number(tp) == batch["base_sequence"], number
                         pid = tm.producer_id_and_epoch
                         assert (pid.producer_id, pid.epoch) == (batch["producer_id"], batch["producer_epoch"])
-                        tm.increment_sequence(tp, batch["record_count"])
-                        tm.handle_completed_batch(
-                            tp, batch["base_sequence"], batch["record_count"], pid.epoch, 0
+                        assert tm.assign_sequence(tp, batch["record_count"]) == batch["base_sequence"], number
+                        tm.handle_completed_batches(
+                            [(tp, batch["base_sequence"], batch["record_count"], pid.epoch, 0)]
                         )
         elif api in RESPONSES:
             handler = drv.take(tm)

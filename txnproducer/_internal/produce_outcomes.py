@@ -32,12 +32,10 @@ from txnproducer._internal.protocol.error_codes import (
     UNKNOWN_PRODUCER_ID,
 )
 from txnproducer._internal.protocol.produce_response import PartitionResponse, ProduceResponseData
-from txnproducer._internal.txn.state import State
+from txnproducer._internal.txn.state import COMPLETING
 from txnproducer.config import ProducerConfig
 
 __all__ = ["ProduceOutcomes"]
-
-_COMPLETING = frozenset({State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION})
 
 
 class ProduceOutcomes:
@@ -59,7 +57,7 @@ class ProduceOutcomes:
         self._after_answer = after_answer
 
     def on_response(self, node: int, batches: list[ProducerBatch], response: ProduceResponseData,
-                             names_by_id: dict[Any, str]) -> None:
+                    names_by_id: dict[Any, str]) -> None:
         answers: dict[TopicPartition, PartitionResponse] = {}
         for topic in response.responses:
             name = names_by_id.get(topic.topic_id) if names_by_id else topic.name
@@ -70,28 +68,25 @@ class ProduceOutcomes:
         appended: list[tuple[ProducerBatch, int, int | None]] = []
         for batch in batches:
             part = answers.get(batch.tp)
-            if part is None:
-                if appended:
-                    self.complete_all(appended)
-                    appended = []
-                self.retry_or_fail(batch, NETWORK_EXCEPTION, "partition missing from the Produce response",
-                                    None)
-                continue
-            code = part.error_code
-            if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+            if part is not None and part.error_code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
                 if batch.final_state is None:  # else expired or aborted meanwhile; the TM already knows
                     appended.append((batch, part.base_offset, part.log_append_time_ms))
                 continue
-            if appended:
+            if appended:  # the batches before it first, as the answer lists them
                 self.complete_all(appended)
                 appended = []
+            if part is None:
+                self.retry_or_fail(batch, NETWORK_EXCEPTION, "partition missing from the Produce response",
+                                   None)
+                continue
+            code = part.error_code
             moved = (part.current_leader is not None and code in LEADER_HINT_CODES
                      and self._follow_leader_hint(batch.tp, node, part.current_leader, response))
             self.retry_or_fail(batch, code, part.error_message, part.record_errors,
-                                part.log_start_offset, leader_moved=moved)
+                               part.log_start_offset, leader_moved=moved)
         if appended:
             self.complete_all(appended)
-        if self._tm.state in _COMPLETING:
+        if self._tm.state in COMPLETING:
             # the last batch of a committing/aborting transaction may have just completed: its
             # EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete)
             self._after_answer()
@@ -127,14 +122,9 @@ class ProduceOutcomes:
                                            for batch, base_offset, _ in appended])
         self._acc.complete_all(appended)
 
-    def complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int | None) -> None:
-        """``complete_all`` for one batch that is not final yet."""
-        if batch.final_state is None:
-            self.complete_all([(batch, base_offset, log_append_time)])
-
     def retry_or_fail(self, batch: ProducerBatch, code: int, message: str | None,
-                       record_errors: Any, log_start_offset: int | None = None,
-                       leader_moved: bool = False) -> None:
+                      record_errors: Any, log_start_offset: int | None = None,
+                      leader_moved: bool = False) -> None:
         if batch.final_state is not None:
             return
         tm = self._tm
@@ -172,7 +162,7 @@ class ProduceOutcomes:
             if telemetry is not None:
                 telemetry.batch_retry(batch, code)
             self._event("debug", "txn.batch_retry", topic=batch.tp.topic, partition=batch.tp.partition,
-                            error_code=code, base_sequence=batch.base_sequence)
+                        error_code=code, base_sequence=batch.base_sequence)
             # to a leader a KIP-951 hint just named: at once (Java skips the backoff when the
             # leader changed since the batch was sent)
             self._acc.reenqueue(batch, backoff=not leader_moved)
@@ -191,7 +181,7 @@ class ProduceOutcomes:
         if self._metrics is not None:
             self._metrics.record_error(batch.record_count)
         self._event("info", "txn.batch_failed", topic=batch.tp.topic, partition=batch.tp.partition,
-                       error=str(exc))
+                    error=str(exc))
         tm.handle_failed_batch(batch.tp, batch.base_sequence, batch.record_count,
                                batch.producer_epoch, exc, True)
         self._acc.fail(batch, exc, per_record)

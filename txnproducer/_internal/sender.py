@@ -40,7 +40,7 @@ from txnproducer._internal.overdue import OverdueWatch
 from txnproducer._internal.produce_outcomes import ProduceOutcomes
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records, TopicData
 from txnproducer._internal.protocol.produce_versions import PRODUCE_API_KEY
-from txnproducer._internal.txn.state import State
+from txnproducer._internal.txn.state import COMPLETING, State
 from txnproducer.config import ProducerConfig
 
 __all__ = ["Sender"]
@@ -64,8 +64,6 @@ _KEY_TYPES = {"group": 0, "transaction": 1}
 _FATAL_ERROR = State.FATAL_ERROR
 _ABORTABLE_ERROR = State.ABORTABLE_ERROR
 _ABORTING = State.ABORTING_TRANSACTION
-# the TM's is_completing(), read as tm.state in _COMPLETING on the Sender's per-iteration path
-_COMPLETING = frozenset({State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION})
 
 
 class Sender(threading.Thread):
@@ -375,7 +373,7 @@ class Sender(threading.Thread):
         leader_for, max_request_size, on_encode_error = net.leader_for, self._config.max_request_size, \
             self._outcomes.fail_unencodable
         drained, delay, unknown_leader, unready = acc.ready_and_drain(
-            leader_for, net.is_ready, now, tm.state in _COMPLETING, max_request_size, on_encode_error)
+            leader_for, net.is_ready, now, tm.state in COMPLETING, max_request_size, on_encode_error)
         if unknown_leader:
             net.request_metadata_update()
         poll_s = self._max_poll_s if delay is None else max(0.0, min(delay, self._max_poll_s))
@@ -402,7 +400,7 @@ class Sender(threading.Thread):
             if tm.may_have_request(acc.has_incomplete()):
                 return 0.0
             drained, _, _, _ = acc.ready_and_drain(
-                leader_for, net.is_ready, now, tm.state in _COMPLETING, max_request_size, on_encode_error)
+                leader_for, net.is_ready, now, tm.state in COMPLETING, max_request_size, on_encode_error)
         return poll_s
 
     def _send_produce(self, node: int, batches: list[ProducerBatch], version: int) -> None:

@@ -662,9 +662,10 @@ class RecordAccumulator:
             batch.parts_pending = len(parts)
         return parts
 
-    def _finalize(self, batch: ProducerBatch, notify: bool = True) -> None:
+    def _finalize(self, batch: ProducerBatch, notify: bool = True) -> bool:
         """The batch is final: out of the in-flight and incomplete sets, its memory returned (caller
-        holds the lock). ``notify=False``: the caller tells the memory's waiters once, for several."""
+        holds the lock); whether it held memory. ``notify=False``: the caller tells the memory's waiters
+        once, for several."""
         batch.in_flight = False
         outstanding = self._outstanding.get(batch.tp)
         if outstanding and batch in outstanding:
@@ -675,6 +676,8 @@ class RecordAccumulator:
             batch.reserved = 0
             if notify:
                 self._memory_returned()
+            return True
+        return False
 
     def _memory_returned(self) -> None:
         """Tell whoever waits for buffer memory that some came back (caller holds the lock)."""
@@ -692,9 +695,11 @@ class RecordAccumulator:
         """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``: one lock for
         all, then their futures in the answer's order."""
         with self._mutex:
+            returned = False
             for batch, _, _ in outcomes:
-                self._finalize(batch, notify=False)
-            self._memory_returned()
+                returned = self._finalize(batch, notify=False) or returned
+            if returned:
+                self._memory_returned()
         for batch, base_offset, log_append_time in outcomes:
             batch.finish(base_offset, log_append_time, None)
 

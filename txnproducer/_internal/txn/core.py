@@ -30,6 +30,7 @@ from txnproducer._internal.txn.request_queue import TxnRequestQueue
 from txnproducer._internal.txn.result import TransactionalRequestResult
 from txnproducer._internal.txn.sequences import SequenceBook
 from txnproducer._internal.txn.state import (
+    COMPLETING,
     TRANSACTION_OPEN,
     State,
     invalid_transition_message,
@@ -131,7 +132,7 @@ class TxnCore:
         return self._pid.is_valid
 
     def is_completing(self) -> bool:
-        return self.state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+        return self.state in COMPLETING
 
     def is_aborting(self) -> bool:
         return self.state is State.ABORTING_TRANSACTION

@@ -349,12 +349,8 @@ class TransactionManager(ProducerIdentity):
             return False
         if self._new_partitions:
             return True
-        heap = requests.heap  # read once, without the lock (may_have_request's docstring says why)
-        if not heap:
-            return False
-        try:
-            head = heap[0][2]
-        except IndexError:  # emptied by another thread since
+        head = requests.peek()  # without the lock (may_have_request's docstring says why)
+        if head is None:
             return False
         return not (head.is_end_txn and has_incomplete_batches)
 

@@ -116,14 +116,9 @@ class ProduceSide(TxnCore):
         with self._lock:
             return self._sequences.next_sequence(tp)
 
-    def increment_sequence(self, tp: TopicPartition, increment: int) -> None:
-        """The Sender stamped a batch of ``increment`` records with ``sequence_number(tp)``."""
-        with self._lock:
-            self._sequences.assign(tp, increment)
-
     def assign_sequence(self, tp: TopicPartition, record_count: int) -> int:
-        """``sequence_number`` and ``increment_sequence`` under one lock: the base sequence of a new
-        batch of ``record_count`` records for ``tp`` (the accumulator's drain, once per batch)."""
+        """The base sequence of a new batch of ``record_count`` records for ``tp``, and the partition's
+        next sequence moved past it (the accumulator's drain, once per batch)."""
         with self._lock:
             return self._sequences.assign(tp, record_count)
 
@@ -146,11 +141,6 @@ class ProduceSide(TxnCore):
     def last_acked_sequence(self, tp: TopicPartition) -> int:
         with self._lock:
             return self._sequences.last_acked_sequence(tp)
-
-    def handle_completed_batch(
-        self, tp: TopicPartition, base_sequence: int, record_count: int, producer_epoch: int, base_offset: int
-    ) -> None:
-        self.handle_completed_batches(((tp, base_sequence, record_count, producer_epoch, base_offset),))
 
     def handle_completed_batches(self, outcomes: Iterable[tuple[TopicPartition, int, int, int, int]]) -> None:
         """The broker appended these batches: ``(tp, base_sequence, record_count, producer_epoch,

@@ -56,13 +56,6 @@ class TxnRequestQueue:
     def head(self) -> TxnRequestHandler | None:
         return self._heap[0][2] if self._heap else None
 
-    @property
-    def heap(self) -> list[tuple[int, int, TxnRequestHandler]]:
-        """The queue itself, (priority, order, handler) with the first at [0]: for a reader without the
-        manager's lock that reads it once (``remove_where`` replaces the list, never empties it in place
-        except ``clear`` and ``pop``: such a reader must expect IndexError)."""
-        return self._heap
-
     def peek(self) -> TxnRequestHandler | None:
         """:meth:`head` for a reader that does not hold the manager's lock: the list is read
         once (``remove_where`` replaces it) and an emptied one gives None, not IndexError."""

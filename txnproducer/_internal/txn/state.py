@@ -43,6 +43,9 @@ _S = State
 TRANSACTION_OPEN = frozenset({_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION,
                               _S.ABORTABLE_ERROR, _S.PREPARED_TRANSACTION})
 
+#: The states in which a transaction is ending: its EndTxn waits for (or follows) its last batches.
+COMPLETING = frozenset({_S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION})
+
 # target state -> the states it may be entered from. FATAL_ERROR is reachable from everywhere
 # (it is the exit); nothing leaves FATAL_ERROR and nothing returns to UNINITIALIZED.
 LEGAL_SOURCES: dict[State, frozenset[State]] = {
