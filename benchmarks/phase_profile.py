@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from profile_txnproducer import Initialized  # noqa: E402
+from _clients import Initialized  # noqa: E402
 
 from txnproducer._internal import accel  # noqa: E402
 from txnproducer.perf import TxnProducerClient, create_topic, run_workload  # noqa: E402
@@ -139,6 +139,7 @@ def measure(bootstrap: str, per_txn: int, n: int, batch_size: int, timed: bool) 
                                linger_ms=5, batch_size=batch_size)
     try:
         client.init()
+        client.prepare(topic)
         workload = Initialized(client)
         run_workload(workload, topic, max(n // 5, per_txn), 100, records_per_txn=per_txn)  # warm-up
         clock.reset()

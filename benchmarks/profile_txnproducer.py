@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _clients import Initialized  # noqa: E402
+
 from txnproducer._internal import sender as sender_module  # noqa: E402
 from txnproducer.perf import (  # noqa: E402
     TxnProducerClient,
@@ -138,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         app = cProfile.Profile(timer)
         try:
             client.init()
+            client.prepare(topic)
             app.enable()
             result = run_workload(Initialized(client), topic, n, 100, records_per_txn=per_txn)
             app.disable()
@@ -177,24 +180,6 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(text)
     return 0
 
-
-class Initialized:
-    """The client with ``init()`` already done (outside the measured region); the workload calls
-    ``init()`` each time. Its other calls are the client's own bound methods: no extra frame per
-    record in what is measured."""
-
-    def __init__(self, client: TxnProducerClient) -> None:
-        self.name = client.name
-        self.queue_full = client.queue_full
-        self.on_queue_full = client.on_queue_full
-        self.prepare = client.prepare
-        self.begin = client.begin
-        self.send = client.send
-        self.commit = client.commit
-        self.close = client.close
-
-    def init(self) -> None:
-        pass
 
 if __name__ == "__main__":
     sys.exit(main())
