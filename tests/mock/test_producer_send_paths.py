@@ -9,6 +9,7 @@ the Java client's partition, and concurrent senders must lose or duplicate nothi
 from __future__ import annotations
 
 import array
+import contextlib
 import sys
 import threading
 from collections.abc import Iterator
@@ -34,6 +35,27 @@ def make_producer(mock_cluster: MockCluster) -> Iterator[ProducerFactory]:
 def _stored(cluster: MockCluster, topic: str, partitions: int) -> dict[tuple[int, int], Any]:
     return {(p, r.offset): r for p in range(partitions)
             for r in cluster.partition_records(topic, p, read_committed=True)}
+
+
+@contextlib.contextmanager
+def python_send_calls() -> Iterator[list[Any]]:
+    """The value of every record that reaches the Python ``TransactionalProducer.send`` on this thread
+    meanwhile (this thread's profiler sees every call of a Python function; patching the class's send()
+    would rightly stop a producer from installing its compiled path)."""
+    from txnproducer.producer import TransactionalProducer
+
+    python_send = TransactionalProducer.send.__code__
+    calls: list[Any] = []
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is python_send:
+            calls.append(frame.f_locals["value"])
+
+    sys.setprofile(profiler)
+    try:
+        yield calls
+    finally:
+        sys.setprofile(None)
 
 
 def test_every_kind_of_record_is_stored_as_sent(mock_cluster: MockCluster, make_producer: Any) -> None:
@@ -246,27 +268,16 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
     new batch, a partition's first explicit record. (Counted with this thread's profiler, which sees
     every call of a Python function: patching the class's send() would rightly stop the producer from
     installing its compiled path.)"""
-    from txnproducer.producer import TransactionalProducer
 
     mock_cluster.create_topic("itself", partitions=1)
     producer = make_producer(linger_ms=10_000)  # one batch (~12 KB), sent by the commit
     assert producer.send is producer._fast_send
     producer.init_transactions()
-    python_send = TransactionalProducer.send.__code__
-    calls: list[bytes] = []
-
-    def profiler(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code is python_send:
-            calls.append(frame.f_locals["value"])
-
     with producer.transaction():
         answers_before = producer._net._metadata_answers
-        sys.setprofile(profiler)
-        try:
+        with python_send_calls() as calls:
             futures = [producer.send("itself", b"%d" % i) for i in range(1000)]
             futures.append(producer.send("itself", b"explicit", partition=0))
-        finally:
-            sys.setprofile(None)
         metadata_answers = producer._net._metadata_answers - answers_before
     assert [f.get(5).offset for f in futures] == list(range(1001))
     # the first record (metadata, the first batch); not the 999 others nor the explicit partition (its
@@ -283,7 +294,6 @@ def test_an_explicit_partition_takes_the_compiled_path_once_the_partition_has_a_
     path's once p's TopicPartition exists (the Python send() made it for p's first record); what it
     does not take as it is - a bool, an int subclass, a partition the topic does not have - goes to the
     Python send(), which raises the same InvalidRecordError as on the pure-Python path."""
-    from txnproducer.producer import TransactionalProducer
 
     class Two(int):
         pass
@@ -292,24 +302,13 @@ def test_an_explicit_partition_takes_the_compiled_path_once_the_partition_has_a_
     producer = make_producer(linger_ms=10_000)
     assert producer.send is producer._fast_send
     producer.init_transactions()
-    python_send = TransactionalProducer.send.__code__
-    calls: list[bytes] = []
-
-    def profiler(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code is python_send:
-            calls.append(frame.f_locals["value"])
-
-    with producer.transaction():
-        sys.setprofile(profiler)
-        try:
-            futures = [producer.send("explicit", b"p1-%d" % i, partition=1) for i in range(3)]
-            futures.append(producer.send("explicit", b"p1-subclass", partition=Two(1)))
-            futures.append(producer.send("explicit", b"p1-keyed", b"key", 1))
-            for wrong in (True, 2, -1, 2**70):
-                with pytest.raises(errors.InvalidRecordError, match="does not exist in topic 'explicit'"):
-                    producer.send("explicit", b"wrong", partition=wrong)
-        finally:
-            sys.setprofile(None)
+    with producer.transaction(), python_send_calls() as calls:
+        futures = [producer.send("explicit", b"p1-%d" % i, partition=1) for i in range(3)]
+        futures.append(producer.send("explicit", b"p1-subclass", partition=Two(1)))
+        futures.append(producer.send("explicit", b"p1-keyed", b"key", 1))
+        for wrong in (True, 2, -1, 2**70):
+            with pytest.raises(errors.InvalidRecordError, match="does not exist in topic 'explicit'"):
+                producer.send("explicit", b"wrong", partition=wrong)
     got = [f.get(5) for f in futures]
     assert [m.partition for m in got] == [1] * 5 and [m.offset for m in got] == list(range(5))
     # the partition's first record (metadata, its TopicPartition, the first batch) and the int
