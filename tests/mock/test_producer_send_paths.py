@@ -265,7 +265,7 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
         mock_cluster: MockCluster, make_producer: Any) -> None:
     """``producer.send`` skips the Python method for the common record (a Python frame less per
     record); the method still runs for what the extension hands back: a topic's first record, a
-    new batch, a partition's first explicit record. (Counted with this thread's profiler, which sees
+    partition's first explicit record. (Counted with this thread's profiler, which sees
     every call of a Python function: patching the class's send() would rightly stop the producer from
     installing its compiled path.)"""
 
@@ -285,6 +285,38 @@ def test_the_compiled_path_is_send_itself_and_hands_back_only_what_it_does_not_t
     # partition cache)
     assert calls[0] == b"0" and b"explicit" not in calls[:len(calls) - metadata_answers], calls
     assert 1 <= len(calls) <= 1 + metadata_answers, (calls, metadata_answers)
+
+
+@compiled_only
+def test_a_transactions_first_record_of_each_partition_stays_on_the_compiled_path(
+        mock_cluster: MockCluster, make_producer: Any) -> None:
+    """Every transaction starts a new batch in each partition it writes to (the last one was sent by
+    the commit): the compiled path starts it (``RecordAccumulator.try_new_batch``) instead of handing
+    the record to the Python send() - explicit, keyed and keyless records alike - and the partitions
+    join the transaction as they do there (read_committed sees every record after the commit)."""
+    mock_cluster.create_topic("restarts", partitions=3)
+    producer = make_producer(linger_ms=10_000)
+    producer.init_transactions()
+
+    def transaction(n: int) -> list[Any]:
+        with producer.transaction():
+            futures = [producer.send("restarts", b"explicit-%d" % n, partition=2),
+                       producer.send("restarts", b"keyed-%d" % n, b"key"),
+                       producer.send("restarts", b"keyless-%d" % n)]
+        return [f.get(5) for f in futures]
+
+    transaction(0)  # the partitions' first records: their TopicPartitions, the sticky choice
+    answers_before = producer._net._metadata_answers
+    with python_send_calls() as calls:
+        got = [transaction(n) for n in (1, 2)]
+    metadata_answers = producer._net._metadata_answers - answers_before
+    assert len(calls) <= metadata_answers, calls  # (a metadata answer empties the partition cache)
+    keyed = key_partition(b"key", 3)
+    assert [[m.partition for m in t] for t in got] == [[2, keyed, got[0][2].partition]] * 2
+    stored = _stored(mock_cluster, "restarts", 3)
+    for n, metadata in zip((1, 2), got, strict=True):
+        for m, value in zip(metadata, (b"explicit-%d", b"keyed-%d", b"keyless-%d"), strict=True):
+            assert stored[(m.partition, m.offset)].value == value % n
 
 
 @compiled_only

@@ -763,3 +763,53 @@ def test_ready_and_drain_is_ready_then_drain_of_the_ready_nodes() -> None:
                      for node, batches in expected.items()}
     assert shape == {1: [(TP0, 1, 0)]}  # one batch per partition per request
     assert acc2.ready_and_drain(SCENARIO_LEADERS, lambda node: True, clock2.now, True)[0].keys() == {1, 2}
+
+
+def _state(acc: RecordAccumulator) -> tuple[Any, ...]:
+    """What an append changes: the queues (batches and their record counts), memory, the incomplete."""
+    return ({tp: [(id(b), b.record_count, b.full) for b in dq] for tp, dq in acc._batches.items()},
+            acc.used_memory, len(acc._incomplete))
+
+
+def test_try_new_batch_starts_the_batch_append_would_start() -> None:
+    """The compiled send path hands a record that found no open batch to try_new_batch: the batch,
+    its reservation, the record's future, the wake-up and the sticky partitioner's "full" must be
+    append()'s, here after a drained batch and after a batch closed by a record it could not take."""
+    looks_by = [float("inf")]
+    acc, _, _ = make(batch_size=300, sender_looks_by=lambda: looks_by[0])
+    ref, _, _ = make(batch_size=300, sender_looks_by=lambda: looks_by[0])
+    for a in (acc, ref):  # a partition whose last batch was drained: nothing open
+        append(a, TP0)
+        a.drain(leader, {1})
+    got = acc.try_new_batch(TP0, 1_700_000_000_000, b"k", b"v" * 10)
+    want = ref.append(TP0, 1_700_000_000_000, b"k", b"v" * 10, [], 1.0)
+    assert got is not None and got[1:] == (want[1], False)
+    assert (got[0]._index, got[0]._timestamp, got[0]._key_size, got[0]._value_size) \
+        == (want[0]._index, want[0]._timestamp, want[0]._key_size, want[0]._value_size)
+    assert acc.used_memory == ref.used_memory and acc.queued_batches == ref.queued_batches == 1
+    assert acc.try_new_batch(TP0, 1, None, b"v") is None  # now open: append()'s per-record case
+    # a record as large as the batch gets: the new batch is full (the sticky partitioner moves on)
+    got = acc.try_new_batch(TP1, 1_700_000_000_000, None, b"x" * 290)
+    assert got is not None and got[1:] == (True, True)
+    acc.complete(acc._batches[TP1][0], 0, -1)
+
+
+def test_try_new_batch_leaves_every_other_case_to_append_and_changes_nothing() -> None:
+    """None, with the queues and the memory as they were, for each case append() decides: a record
+    too large (append raises RecordTooLargeError), memory to wait for, others waiting for memory,
+    the accumulator closed."""
+    acc, _, _ = make(buffer_memory=1000, batch_size=10_000)
+    before = _state(acc)
+    assert acc.try_new_batch(TP0, 1, None, b"x" * 2000) is None and _state(acc) == before
+    append(acc, TP0, value=b"x" * 800)  # takes all 1000 bytes
+    acc.drain(leader, {1})
+    before = _state(acc)
+    assert acc.try_new_batch(TP1, 1, None, b"x" * 10) is None and _state(acc) == before
+    acc2, _, _ = make()
+    acc2.count_memory_waiter(+1)
+    assert acc2.try_new_batch(TP0, 1, None, b"x") is None and _state(acc2) == _state(make()[0])
+    acc2.count_memory_waiter(-1)
+    assert acc2.try_new_batch(TP0, 1, None, b"x") is not None
+    acc2.close()
+    before = _state(acc2)
+    assert acc2.try_new_batch(TP1, 1, None, b"x") is None and _state(acc2) == before

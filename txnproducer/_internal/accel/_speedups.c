@@ -7,7 +7,9 @@
  * pure-Python modules stay the reference: this file mirrors them rule for rule, and every rule it
  * does not handle (serializers, headers, a custom partitioner without an explicit partition, a
  * partition's first record, a full batch, memory waits, errors) is left to them by returning None
- * before anything changed.
+ * before anything changed. A record that starts a batch (each transaction's first record of a
+ * partition) is the one case it hands to Python part-way: RecordAccumulator.try_new_batch starts
+ * the batch (the accumulator's accounting stays in one place), the rest of send() stays here.
  *
  * What is here, and the Python it mirrors:
  *   crc32c()            kafka.record.util.calc_crc32c (SSE4.2 instruction when the CPU has it)
@@ -1077,6 +1079,7 @@ typedef struct {
     PyObject *appender;      /* AppenderObject */
     PyObject *no_headers;    /* encoded "no headers" */
     PyObject *fallback;      /* the Python TransactionalProducer.send: every case not taken here */
+    PyObject *new_batch;     /* RecordAccumulator.try_new_batch (or NULL): a record that starts a batch */
     PyObject *added;         /* the producer's _added of this transaction (set_added() replaces it) */
     PyObject *known_tp;      /* a partition found in ``added`` (the last one): no lookup for it */
     Py_ssize_t sticky_batch_size;
@@ -1109,6 +1112,7 @@ sendpath_traverse(SendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->appender);
     Py_VISIT(self->no_headers);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->new_batch);
     Py_VISIT(self->added);
     Py_VISIT(self->known_tp);
     Py_VISIT(self->sticky_type);
@@ -1128,6 +1132,7 @@ sendpath_clear(SendPathObject *self)
     Py_CLEAR(self->appender);
     Py_CLEAR(self->no_headers);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->new_batch);
     Py_CLEAR(self->added);
     Py_CLEAR(self->known_tp);
     Py_CLEAR(self->sticky_type);
@@ -1173,7 +1178,7 @@ murmur2_raw(const unsigned char *data, Py_ssize_t length)
  * (producer.send()'s order). Returns 0, or -1 with an exception set. */
 static int
 sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObject *sticky_obj,
-                      Py_ssize_t appended, int wake)
+                      Py_ssize_t appended, int full, int wake)
 {
     int in_txn = (self->flags & SP_IN_TXN) != 0;  /* the TM's state, read again after the append */
     /* held: add_partition() runs Python, during which another thread may begin the next
@@ -1217,11 +1222,10 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
         if (p == NULL)
             return -1;
         slot_set(sticky_obj, self->sp_produced, p);
-        /* Whether tp's last batch is full: ``wake`` is exactly that, computed under the
-         * accumulator's lock with the append (the record joined an open batch, so the batch is
-         * full when it reached its capacity), as the Java client computes it in append(); the
-         * Python path asks is_last_batch_full() afterwards, which takes the lock again. */
-        if (produced >= self->sticky_batch_size && (wake || produced >= 2 * self->sticky_batch_size)) {
+        /* Whether tp's last batch is full: ``full``, computed under the accumulator's lock with
+         * the append, as the Java client computes it in append(); the Python path asks
+         * is_last_batch_full() afterwards, which takes the lock again. */
+        if (produced >= self->sticky_batch_size && (full || produced >= 2 * self->sticky_batch_size)) {
             {
                 PyObject *parts = SLOT(sticky_obj, self->sp_parts);
                 if (parts == NULL) {
@@ -1244,6 +1248,39 @@ sendpath_after_append(SendPathObject *self, PyObject *topic, PyObject *tp, PyObj
         Py_DECREF(r);
     }
     return 0;
+}
+
+/* new_batch(tp, timestamp, key, value) -> (future, wake, full) or None: the accumulator's answer,
+ * checked for its shape. Returns the future (setting *wake and *full), Py_None (a new reference:
+ * the Python path decides, nothing changed) or NULL with an exception set. */
+static PyObject *
+sendpath_new_batch(SendPathObject *self, PyObject *tp, int64_t ts, PyObject *ts_obj, PyObject *key,
+                   PyObject *value, int *wake, int *full)
+{
+    PyObject *ts_own = ts_obj != NULL ? Py_NewRef(ts_obj) : PyLong_FromLongLong(ts);
+    if (ts_own == NULL)
+        return NULL;
+    PyObject *args[4] = {tp, ts_own, key, value};
+    PyObject *r = PyObject_Vectorcall(self->new_batch, args, 4, NULL);
+    Py_DECREF(ts_own);
+    if (r == NULL || r == Py_None)
+        return r;
+    if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 3) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "try_new_batch() must answer (future, wake, full) or None");
+        return NULL;
+    }
+    int w = PyObject_IsTrue(PyTuple_GET_ITEM(r, 1));
+    int f = PyObject_IsTrue(PyTuple_GET_ITEM(r, 2));
+    if (w < 0 || f < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    *wake = w;
+    *full = f;
+    PyObject *future = Py_NewRef(PyTuple_GET_ITEM(r, 0));
+    Py_DECREF(r);
+    return future;
 }
 
 /* try_send(topic, value, key, timestamp_ms, partition) -> RecordFuture, or None: the Python send()
@@ -1395,13 +1432,20 @@ sendpath_try(SendPathObject *self, PyObject *topic, PyObject *value, PyObject *k
     bytes_release(&kb);
     bytes_release(&vb);
     bytes_release(&hb);
+    int full = wake;  /* the record joined an open batch: it is full when it reached its capacity */
+    if (future == Py_None && self->new_batch != NULL) {
+        /* no open batch took it (each transaction's first record of a partition): the
+         * accumulator starts one, or answers None for what only the Python send() handles */
+        Py_DECREF(future);
+        future = sendpath_new_batch(self, tp, ts, ts_obj, key, value, &wake, &full);
+    }
     if (future == NULL || future == Py_None) {
         Py_DECREF(tp);
         Py_XDECREF(sticky_obj);
         return future;  /* an error, or the Python path (nothing changed yet) */
     }
     Py_ssize_t appended = self->record_overhead + (kb.len < 0 ? 0 : kb.len) + (vb.len < 0 ? 0 : vb.len);
-    int rc = sendpath_after_append(self, topic, tp, sticky_obj, appended, wake);
+    int rc = sendpath_after_append(self, topic, tp, sticky_obj, appended, full, wake);
     Py_DECREF(tp);
     Py_XDECREF(sticky_obj);
     if (rc < 0) {
@@ -1498,20 +1542,25 @@ sendpath_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                              "sticky", "sticky_current", "sticky_batch_size", "topic_partitions",
                              "appender", "no_headers", "record_overhead", "plain_keys",
                              "plain_values", "builtin_partitioner", "sticky_type", "partition_cache",
-                             "added", "fallback", NULL};
+                             "added", "fallback", "new_batch", NULL};
     PyObject *producer, *tm, *net, *sticky, *current, *tps, *appender, *no_headers;
-    PyObject *sticky_type, *partitions, *added, *fallback;
+    PyObject *sticky_type, *partitions, *added, *fallback, *new_batch = Py_None;
     Py_ssize_t sticky_batch_size, record_overhead;
     int plain_keys, plain_values, builtin;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!O!O:SendPath", kwlist, &producer,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO!nO!O!O!npppO!O!O!O|O:SendPath", kwlist, &producer,
                                      &tm, &net, &sticky, &PyDict_Type, &current,
                                      &sticky_batch_size, &PyDict_Type, &tps, &AppenderType, &appender,
                                      &PyBytes_Type, &no_headers, &record_overhead, &plain_keys,
                                      &plain_values, &builtin, &PyType_Type, &sticky_type,
-                                     &PyDict_Type, &partitions, &PySet_Type, &added, &fallback))
+                                     &PyDict_Type, &partitions, &PySet_Type, &added, &fallback,
+                                     &new_batch))
         return NULL;
     if (!PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable (TransactionalProducer.send)");
+        return NULL;
+    }
+    if (new_batch != Py_None && !PyCallable_Check(new_batch)) {
+        PyErr_SetString(PyExc_TypeError, "new_batch must be callable (RecordAccumulator.try_new_batch) or None");
         return NULL;
     }
     Py_ssize_t sp_parts = slot_offset((PyTypeObject *)sticky_type, "parts");
@@ -1540,6 +1589,7 @@ sendpath_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->no_headers = Py_NewRef(no_headers);
     self->added = Py_NewRef(added);
     self->fallback = Py_NewRef(fallback);
+    self->new_batch = new_batch == Py_None ? NULL : Py_NewRef(new_batch);
     self->known_tp = NULL;
     self->sticky_batch_size = sticky_batch_size;
     self->record_overhead = record_overhead;

@@ -31,7 +31,9 @@ class SendPath:
                  topic_partitions: dict[str, dict[int, Any]], appender: Appender,
                  no_headers: bytes, record_overhead: int, plain_keys: bool, plain_values: bool,
                  builtin_partitioner: bool, sticky_type: type, partition_cache: dict[str, Any],
-                 added: set[Any], fallback: Callable[..., RecordFuture]) -> None: ...
+                 added: set[Any], fallback: Callable[..., RecordFuture],
+                 new_batch: Callable[[Any, int, bytes | None, bytes | None],
+                                     tuple[RecordFuture, bool, bool] | None] | None = None) -> None: ...
     def __call__(self, topic: str, value: Any = ..., key: Any = ..., partition: int | None = ...,
                  timestamp_ms: int | None = ..., headers: Any = ...) -> RecordFuture: ...
     def try_send(self, topic: str, value: Any, key: Any, timestamp_ms: Any,

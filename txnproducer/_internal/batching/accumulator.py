@@ -248,6 +248,52 @@ class RecordAccumulator:
             step *= 2
         return min(step, self._full_at)
 
+    def try_new_batch(self, tp: TopicPartition, timestamp: int, key: bytes | None,
+                      value: bytes | None) -> tuple[RecordFuture, bool, bool] | None:
+        """The compiled send path's second step, for a record without headers that found no open
+        batch of ``tp`` (every transaction's first record of each partition): start one with it
+        and return ``(future, wake, full)`` - ``wake`` as :meth:`append`'s, ``full`` whether the new
+        batch takes no more records (the sticky partitioner's question). Returns None, with
+        nothing changed, for every other case (an open batch that needs growing, the accumulator
+        closed, a record too large, memory to wait for or others waiting for it): :meth:`append`
+        decides those, as without the compiled path.
+
+        Why here and not in C: a batch's start does the accumulator's accounting (memory, the
+        incomplete batches, the Sender's wake-up rule), which this module owns; what the compiled
+        path saves is the Python ``send()`` around it (its checks were made already)."""
+        with self._mutex:
+            if self._closed or self._memory_waiters:
+                return None
+            dq = self._batches.get(tp)
+            last = dq[-1] if dq else None
+            if last is not None and not last.full and last.builder is not None:
+                return None  # open but the record did not fit: append() grows or closes it
+            total = payload_size(key, value, NO_HEADERS_ENCODED) + _RECORD_OVERHEAD + BATCH_HEADER_SIZE
+            if total > self._max_record_total:
+                return None  # append() raises RecordTooLargeError
+            capacity = self._start_capacity(tp, total)
+            if self._used + capacity > self.buffer_memory:
+                return None  # append() waits for memory, bounded by max_block_ms
+            future, wake, batch = self._start_batch(tp, dq, last, capacity, timestamp, key, value,
+                                                    NO_HEADERS_ENCODED)
+            return future, wake, batch.is_full(self._full_at)
+
+    def _start_capacity(self, tp: TopicPartition, total: int) -> int:
+        """What a new batch of ``tp`` for a record of ``total`` bytes (batch header included)
+        reserves (caller holds the lock).
+
+        A batch starts with FIRST_RESERVATION (or batch_size when smaller) and grows in
+        _grow(); a record larger than that gets a batch of its own size. A partition whose last
+        batch grew starts at that size, so a steady stream appends without growth steps (each a
+        slow-path append), but only while nobody waits for memory and it takes at most half of
+        what is free: one partition's guess never leaves the others waiting for their 16 KiB."""
+        capacity = max(min(self._full_at, FIRST_RESERVATION), total)
+        previous = self._start_reservation.get(tp, 0)
+        if previous > capacity and not self._memory_waiters \
+                and previous <= (self.buffer_memory - self._used) // 2:
+            capacity = previous
+        return capacity
+
     def _append_new_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
                           last: ProducerBatch | None, timestamp: int, key: bytes | None,
                           value: bytes | None, headers_encoded: bytes,
@@ -259,16 +305,7 @@ class RecordAccumulator:
             self._raise_too_large(total)  # before anything changes: the open batch stays open
         if last is not None:
             last.full = True  # it did not take the record: sendable at once
-        # A batch starts with FIRST_RESERVATION (or batch_size when smaller) and grows in
-        # _grow(); a record larger than that gets a batch of its own size. A partition whose last
-        # batch grew starts at that size, so a steady stream appends without growth steps (each a
-        # slow-path append), but only while nobody waits for memory and it takes at most half of
-        # what is free: one partition's guess never leaves the others waiting for their 16 KiB.
-        capacity = max(min(self._full_at, FIRST_RESERVATION), total)
-        previous = self._start_reservation.get(tp, 0)
-        if previous > capacity and not self._memory_waiters \
-                and previous <= (self.buffer_memory - self._used) // 2:
-            capacity = previous
+        capacity = self._start_capacity(tp, total)
         deadline = time.monotonic() + max_block_s  # real time: this blocks a real thread
         while self._used + capacity > self.buffer_memory:
             self._wait_for_memory(capacity, deadline, max_block_s, tp)
@@ -279,6 +316,19 @@ class RecordAccumulator:
                     return first, last.is_full(self._full_at)
                 last.full = True  # it filled up meanwhile: wait for memory for a new one
             dq = self._batches.get(tp)
+        future, wake, _ = self._start_batch(tp, dq, last, capacity, timestamp, key, value, headers_encoded)
+        return future, wake
+
+    def _start_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
+                     last: ProducerBatch | None, capacity: int, timestamp: int, key: bytes | None,
+                     value: bytes | None, headers_encoded: bytes
+                     ) -> tuple[RecordFuture, bool, ProducerBatch]:
+        """Start ``tp``'s next batch with the record, ``capacity`` bytes reserved (the caller holds
+        the lock and checked that the pool has them); ``last`` is the batch before it, if any
+        (closed or marked full). Returns the record's future, whether the Sender needs waking, and
+        the batch."""
+        if last is not None:
+            last.full = True  # it did not take the record: sendable at once
         if dq is None:
             dq = self._batches[tp] = collections.deque()
         builder = self._encoder(self._codec, True, capacity, gzip_level=self._gzip_level)
@@ -300,8 +350,8 @@ class RecordAccumulator:
         looks_by = self._sender_looks_by
         if last is None and looks_by is not None and not batch.is_full(self._full_at) \
                 and time.monotonic() + self.linger_s >= looks_by():
-            return first, False
-        return first, True
+            return first, False, batch
+        return first, True, batch
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
         """Whether ``tp``'s last batch takes no more records (closed, marked full, or as large as
