@@ -281,3 +281,52 @@ def test_a_send_waiting_for_metadata_goes_on_when_the_topic_appears() -> None:
                 await producer.close(5)
 
         run(main())
+
+
+def test_sends_yield_the_loop_every_millisecond_they_hold_it_and_a_waited_commit_restarts_the_count(
+        mock_cluster: MockCluster, make_producer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of sends that never waits gives other tasks a turn once per millisecond; a commit that
+    waited for its EndTxn gave the loop up, so the next transaction's first send does not yield
+    again (it did, each transaction - an extra loop iteration per small transaction, which all take
+    longer than a millisecond). The producer module's clock moves 2 ms per reading here, so that
+    every send is "a millisecond later" whatever the machine's speed."""
+    import time as real_time
+    import types
+
+    from txnproducer.aio import producer as aio_producer
+
+    mock_cluster.create_topic("turns", partitions=1)
+    offset = [0.0]
+
+    def monotonic() -> float:
+        offset[0] += 0.002
+        return real_time.monotonic() + offset[0]
+
+    monkeypatch.setattr(aio_producer, "time", types.SimpleNamespace(monotonic=monotonic))
+    yields = []
+    sleep = asyncio.sleep
+
+    async def counting_sleep(delay: float, *args: Any) -> Any:
+        if delay == 0:
+            yields.append(delay)
+        return await sleep(delay, *args)
+
+    async def main() -> None:
+        producer = make_producer()
+        await producer.init_transactions()
+        monkeypatch.setattr(asyncio, "sleep", counting_sleep)
+        for n in range(5):  # one record each: its send follows a commit that waited
+            producer.begin_transaction()
+            await producer.send("turns", b"one-%d" % n)
+            await producer.commit_transaction()
+        single = len(yields)
+        producer.begin_transaction()
+        for n in range(5):  # a run of sends, each "2 ms" after the one before
+            await producer.send("turns", b"run-%d" % n)
+        await producer.commit_transaction()
+        monkeypatch.setattr(asyncio, "sleep", sleep)
+        assert (single, len(yields) - single) == (0, 4)
+
+    run(main())
+    assert committed_values(mock_cluster, "turns", 0) == \
+        [b"one-%d" % n for n in range(5)] + [b"run-%d" % n for n in range(5)]

@@ -83,15 +83,19 @@ async def wait_until(check: Callable[[], T | None], sources: Sequence[Listeners]
                 remove()
 
 
-async def wait_result(result: TransactionalRequestResult, bound_s: float, bound_name: str) -> None:
+async def wait_result(result: TransactionalRequestResult, bound_s: float, bound_name: str) -> bool:
     """Await a transactional call's result for at most ``bound_s``; return or raise its outcome,
-    or raise the TimeoutError a sync wait would (the call goes on in the background)."""
+    or raise the TimeoutError a sync wait would (the call goes on in the background). Returns
+    whether the task gave the loop up meanwhile (False: the result was there at once)."""
+    waited = False
     if not result.done():
+        waited = True
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         result.add_done_callback(waker(fut))
         if not await wait_signal(fut, time.monotonic() + bound_s) and not result.done():
             raise result.timeout_error(bound_s, bound_name)
     result.wait(0, bound_name)  # done: returns or raises at once, and marks the outcome seen
+    return waited
 
 
 class _Countdown:

@@ -51,7 +51,8 @@ from txnproducer.producer import HeadersArg
 
 __all__ = ["AsyncTransactionalProducer"]
 
-# a tight loop of sends that never has to wait gives the event loop a turn this often
+# a tight loop of sends that never has to wait gives the event loop a turn this often (counted from
+# the last time this producer's task gave the loop up: a commit that waited for its EndTxn restarts it)
 _YIELD_EVERY_S = 0.001
 
 
@@ -320,7 +321,11 @@ class AsyncTransactionalProducer:
     async def _finish(self, op: str, result: TransactionalRequestResult, bound: float, name: str) -> None:
         """Await ``op``'s result; a call that timed out or was cancelled stays pending (KIP-691)."""
         try:
-            await wait_result(result, bound, name)
+            if await wait_result(result, bound, name):
+                # the loop had its turn: the next send starts a new millisecond without a yield of
+                # its own (each transaction's first send had yielded - an extra loop iteration per
+                # transaction - since transactions take longer than the millisecond)
+                self._next_yield = 0.0
         except (errors.TimeoutError, asyncio.CancelledError):
             raise
         except BaseException:
