@@ -58,11 +58,13 @@ class ProduceOutcomes:
 
     def on_response(self, node: int, batches: list[ProducerBatch], response: ProduceResponseData,
                     names_by_id: dict[Any, str]) -> None:
-        answers: dict[TopicPartition, PartitionResponse] = {}
+        # keyed by plain (topic, partition) tuples: a batch's TopicPartition (a named tuple) hashes
+        # and compares equal to its tuple, without a named tuple made per partition answered
+        answers: dict[tuple[str | None, int], PartitionResponse] = {}
         for topic in response.responses:
             name = names_by_id.get(topic.topic_id) if names_by_id else topic.name
             for answer in topic.partition_responses:
-                answers[TopicPartition(name, answer.index)] = answer
+                answers[(name, answer.index)] = answer
         # Appended batches complete together (one lock each for the TM and the accumulator, not one
         # per batch), in the answer's order and before a failed batch that follows them is handled.
         appended: list[tuple[ProducerBatch, int, int | None]] = []

@@ -413,7 +413,7 @@ class Sender(threading.Thread):
             by_topic[batch.tp.topic].append((batch.tp.partition, batch.buffer))
             batch.sent_to = node
             records += batch.record_count
-            size += batch.size
+            size += len(batch.buffer)  # type: ignore[arg-type]  # drained: closed, its bytes fixed
         names_by_id: dict[Any, str] = {}
         if version > PRODUCE_MAX_WITH_NAMES:  # v13 names topics by id: all ids must be known
             for topic in by_topic:
