@@ -5,7 +5,8 @@
 
 Why beside ``compare.py``: that one runs every client against a real broker, each run its own subprocess,
 and takes minutes; this one runs only ours, on the path the process runs (``TXNPRODUCER_PURE_PYTHON=1`` for
-the pure-Python one), and prints in seconds what a change to begin/send/commit costs per transaction.
+the pure-Python one), and prints in seconds what a change to begin/send/commit costs per transaction
+(``txn_instructions.py`` counts the instructions of the same loop, which the machine's noise does not move).
 Without ``--bootstrap`` the broker is a standalone MockCluster in another process (its CPU is not
 counted). Shapes: ``1`` one record per transaction, ``10`` ten records (one partition: the sticky
 partitioner's), ``10x6`` ten records over six partitions (explicit partitions ``i % 6``). Each
@@ -53,8 +54,9 @@ def partitions_of(shape: str) -> list[int | None]:
     return [None if spread is None else i % spread for i in range(records)]
 
 
-def run_sync(bootstrap: str, topic: str, shape: str, warmup: int, transactions: int) -> dict[str, Any]:
-    producer = TransactionalProducer(bootstrap_servers=bootstrap, linger_ms=5,
+def run_sync(bootstrap: str, topic: str, shape: str, warmup: int, transactions: int,
+             linger_ms: int = 5) -> dict[str, Any]:
+    producer = TransactionalProducer(bootstrap_servers=bootstrap, linger_ms=linger_ms,
                                      transactional_id=f"txn-cpu-{uuid.uuid4().hex[:8]}")
     parts = partitions_of(shape)
     latencies: list[float] = []
@@ -82,13 +84,14 @@ def run_sync(bootstrap: str, topic: str, shape: str, warmup: int, transactions: 
     return summary(cpu, app, wall, latencies, transactions, system)
 
 
-def run_aio(bootstrap: str, topic: str, shape: str, warmup: int, transactions: int) -> dict[str, Any]:
+def run_aio(bootstrap: str, topic: str, shape: str, warmup: int, transactions: int,
+            linger_ms: int = 5) -> dict[str, Any]:
     from txnproducer.aio import AsyncTransactionalProducer
 
     parts = partitions_of(shape)
 
     async def main() -> dict[str, Any]:
-        producer = AsyncTransactionalProducer(bootstrap_servers=bootstrap, linger_ms=5,
+        producer = AsyncTransactionalProducer(bootstrap_servers=bootstrap, linger_ms=linger_ms,
                                               transactional_id=f"txn-cpu-aio-{uuid.uuid4().hex[:8]}")
         latencies: list[float] = []
         try:
@@ -137,15 +140,19 @@ def main() -> None:
     parser.add_argument("--aio", action="store_true", help="AsyncTransactionalProducer, not the sync one")
     parser.add_argument("--transactions", type=int, default=3000)
     parser.add_argument("--warmup-transactions", type=int, default=500)
+    parser.add_argument("--linger-ms", type=int, default=5,
+                        help="linger_ms (txn_instructions.py raises it: valgrind is ~50x slower)")
     args = parser.parse_args()
     run = run_aio if args.aio else run_sync
     topic = f"txn-cpu-{uuid.uuid4().hex[:8]}"
     if args.bootstrap:
         create_topic(args.bootstrap, topic, PARTITIONS)
-        result = run(args.bootstrap, topic, args.shape, args.warmup_transactions, args.transactions)
+        result = run(args.bootstrap, topic, args.shape, args.warmup_transactions, args.transactions,
+                     args.linger_ms)
     else:
         with mock_cluster_process(partitions=PARTITIONS, topics=[topic]) as bootstrap:
-            result = run(bootstrap, topic, args.shape, args.warmup_transactions, args.transactions)
+            result = run(bootstrap, topic, args.shape, args.warmup_transactions, args.transactions,
+                         args.linger_ms)
     print(json.dumps({"shape": args.shape, "aio": args.aio, "hot_path": accel.PATH, **result}))
 
 
