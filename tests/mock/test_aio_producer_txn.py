@@ -305,13 +305,16 @@ def test_sends_yield_the_loop_every_millisecond_they_hold_it_and_a_waited_commit
     monkeypatch.setattr(aio_producer, "time", types.SimpleNamespace(monotonic=monotonic))
     yields = []
     sleep = asyncio.sleep
+    tasks: list[asyncio.Task[Any] | None] = []
 
     async def counting_sleep(delay: float, *args: Any) -> Any:
-        if delay == 0:
+        # this test's task only: asyncio.sleep is patched for the whole process meanwhile
+        if delay == 0 and asyncio.current_task() in tasks:
             yields.append(delay)
         return await sleep(delay, *args)
 
     async def main() -> None:
+        tasks.append(asyncio.current_task())
         producer = make_producer()
         await producer.init_transactions()
         monkeypatch.setattr(asyncio, "sleep", counting_sleep)
