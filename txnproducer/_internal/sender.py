@@ -370,7 +370,8 @@ class Sender(threading.Thread):
         net = self._net
         acc = self._acc
         tm = self._tm
-        leader_for, max_request_size, on_encode_error = net.leader_for, self._config.max_request_size, \
+        # (the leaders as of now: no metadata answer is applied before this drain ends)
+        leader_for, max_request_size, on_encode_error = net.leader_lookup(), self._config.max_request_size, \
             self._outcomes.fail_unencodable
         drained, delay, unknown_leader, unready = acc.ready_and_drain(
             leader_for, net.is_ready, now, tm.state in COMPLETING, max_request_size, on_encode_error)

@@ -562,11 +562,16 @@ class RecordAccumulator:
         if len(items) > 1:
             start = self._drain_start % len(items)
             items = items[start:] + items[:start]
+        outstanding = self._outstanding
+        allowed = self._tm.is_send_to_partition_allowed
         for tp, dq in items:
             if not dq:
                 continue
             first = dq[0]
-            if not self._head_sendable(tp, first):
+            if first.base_sequence >= 0 or outstanding.get(tp):  # a retry, or batches in flight
+                if not self._head_sendable(tp, first):
+                    continue
+            elif not allowed(tp):  # _head_sendable's answer when nothing of tp is outstanding
                 continue
             leader = leader_for(tp)
             if leader is None or leader < 0:

@@ -272,7 +272,10 @@ class ProducerBatch:
             futures = self.callback_futures
             self.callback_futures = []
             event = self._done_event
-        self._completed(futures, event)
+        # most batches have nobody to tell (no waiter, no callback, not a split's part): no call then
+        # (done_callbacks is read as _completed reads it: one added later finds final_state set)
+        if futures or event is not None or self.done_callbacks is not None or self.parent is not None:
+            self._completed(futures, event)
         return True
 
     def _part_finished(self) -> None:

@@ -69,6 +69,9 @@ class ClusterMetadata:
         # brokers named outside Metadata (a coordinator from FindCoordinator, a KIP-951 endpoint)
         self._named: dict[Any, BrokerAddress] = {}
         self._leaders: dict[str, dict[int, PartitionLeader]] = {}
+        # (topic, partition) -> leader, for the partitions that have one: the Sender's drain looks up
+        # each partition's leader with one dict lookup (a TopicPartition is such a tuple)
+        self._leader_ids: dict[tuple[str, int], int] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
         self.topics: frozenset[str] = frozenset()  # the topics asked for in each request
         self.unauthorized_topics: frozenset[str] = frozenset()
@@ -110,6 +113,11 @@ class ClusterMetadata:
         """The leader's node id, -1 when the partition has none now, None when unknown."""
         entry = self._leaders.get(tp.topic, {}).get(tp.partition)
         return None if entry is None else entry.leader
+
+    def leader_ids(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> leader of every partition that has one now (not to be modified;
+        the next answer replaces it, a leader hint changes it in place)."""
+        return self._leader_ids
 
     def leader_epoch_for_partition(self, tp: Any) -> int | None:
         entry = self._leaders.get(tp.topic, {}).get(tp.partition)
@@ -180,6 +188,8 @@ class ClusterMetadata:
         self._brokers = new_brokers
         self._named = {n: b for n, b in self._named.items() if n not in new_brokers}
         self._leaders = leaders
+        self._leader_ids = {(name, p): e.leader for name, parts in leaders.items() for p, e in parts.items()
+                            if e.leader >= 0}
         if has_topic_ids:
             self._topic_ids = ids
         self.unauthorized_topics = frozenset(unauthorized)
@@ -198,4 +208,8 @@ class ClusterMetadata:
         if parts is None or entry is None or epoch < 0 or epoch <= entry.epoch:
             return False
         parts[tp.partition] = PartitionLeader(leader, epoch)
+        if leader >= 0:
+            self._leader_ids[(tp.topic, tp.partition)] = leader
+        else:
+            self._leader_ids.pop((tp.topic, tp.partition), None)
         return True
