@@ -127,7 +127,7 @@ def test_request_bytes_match_kafka_python_seeded(version: int) -> None:
         for _t in range(rng.choice([0, 1, 3, 130])):
             parts = []
             for _p in range(rng.choice([0, 1, 2, 5, 200]) if _t == 0 else rng.randint(0, 3)):
-                payload = rng.randbytes(rng.choice([0, 1, 61, 127, 128, 16_384]))
+                payload = rng.randbytes(rng.choice([0, 1, 61, 126, 127, 128, 16_382, 16_383, 16_384]))
                 parts.append((rng.randrange(2**31), rng.choice([None, (payload, rng.choice(
                     ["bytes", "bytearray", "memoryview", "memoryview-slice"]))])))
             name = "".join(rng.choice("abcé漢") for _ in range(rng.randint(1, 300)))

@@ -274,9 +274,7 @@ class RecordAccumulator:
             capacity = self._start_capacity(tp, total)
             if self._used + capacity > self.buffer_memory:
                 return None  # append() waits for memory, bounded by max_block_ms
-            future, wake, batch = self._start_batch(tp, dq, last, capacity, timestamp, key, value,
-                                                    NO_HEADERS_ENCODED)
-            return future, wake, batch.is_full(self._full_at)
+            return self._start_batch(tp, dq, last, capacity, timestamp, key, value, NO_HEADERS_ENCODED)
 
     def _start_capacity(self, tp: TopicPartition, total: int) -> int:
         """What a new batch of ``tp`` for a record of ``total`` bytes (batch header included)
@@ -322,11 +320,11 @@ class RecordAccumulator:
     def _start_batch(self, tp: TopicPartition, dq: collections.deque[ProducerBatch] | None,
                      last: ProducerBatch | None, capacity: int, timestamp: int, key: bytes | None,
                      value: bytes | None, headers_encoded: bytes
-                     ) -> tuple[RecordFuture, bool, ProducerBatch]:
+                     ) -> tuple[RecordFuture, bool, bool]:
         """Start ``tp``'s next batch with the record, ``capacity`` bytes reserved (the caller holds
         the lock and checked that the pool has them); ``last`` is the batch before it, if any
         (closed or marked full). Returns the record's future, whether the Sender needs waking, and
-        the batch."""
+        whether the new batch is full already (the record filled it)."""
         if last is not None:
             last.full = True  # it did not take the record: sendable at once
         if dq is None:
@@ -334,8 +332,12 @@ class RecordAccumulator:
         # every argument by position: the compiled encoder parses a keyword in about 0.7 us more
         builder = self._encoder(self._codec, True, capacity, -1, -1, -1, self._gzip_level)
         batch = ProducerBatch(tp, builder, self._clock(), self._max_wait_s)
-        first = batch.try_append(timestamp, key, value, headers_encoded)
-        assert first is not None  # the first record always fits
+        size = builder.append(timestamp, key, value, headers_encoded)
+        assert size >= 0  # the first record always fits (capacity holds it)
+        batch.record_count = 1
+        first = RecordFuture(batch, 0, timestamp, -1 if key is None else len(key),
+                             -1 if value is None else len(value))
+        full = size >= self._full_at  # batch.is_full(), known from the append
         batch.reserved = capacity
         self._used += capacity
         dq.append(batch)
@@ -349,10 +351,10 @@ class RecordAccumulator:
         # each cost the Sender a loop iteration. A batch sendable at once (the open one that did not
         # take the record was marked full above, or this one is full) always wakes it.
         looks_by = self._sender_looks_by
-        if last is None and looks_by is not None and not batch.is_full(self._full_at) \
+        if last is None and looks_by is not None and not full \
                 and time.monotonic() + self.linger_s >= looks_by():
-            return first, False, batch
-        return first, True, batch
+            return first, False, full
+        return first, True, full
 
     def is_last_batch_full(self, tp: TopicPartition) -> bool:
         """Whether ``tp``'s last batch takes no more records (closed, marked full, or as large as

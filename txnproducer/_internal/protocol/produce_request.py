@@ -54,6 +54,8 @@ _REQUEST_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _ACKS_TIMEOUT_COUNT = struct.Struct(">hii")
 _INDEX_SIZE = struct.Struct(">ii")
+_I32_VARINT1 = struct.Struct(">iB")  # a partition index and a one-byte unsigned varint
+_I32_VARINT2 = struct.Struct(">iBB")  # ... and a two-byte one (values 0x80-0x3FFF)
 
 
 def _nbytes(records: Records) -> int:
@@ -183,8 +185,14 @@ class ProduceRequestData:
                         cur += b"\x00\x00"  # null records, empty tagged fields
                         continue
                     size = records.nbytes if type(records) is memoryview else len(records)
-                    cur += _I32.pack(index)
-                    cur += _uvarint(size + 1)
+                    n = size + 1  # the compact length: one struct call for the index and a 1-2 byte varint
+                    if n < 0x80:
+                        cur += _I32_VARINT1.pack(index, n)
+                    elif n < 0x4000:
+                        cur += _I32_VARINT2.pack(index, (n & 0x7F) | 0x80, n >> 7)
+                    else:
+                        cur += _I32.pack(index)
+                        cur += _uvarint(n)
                     total += len(cur) + size
                     parts.append(records)
                     cur = bytearray(b"\x00")  # the partition's empty tagged fields
