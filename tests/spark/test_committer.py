@@ -71,6 +71,36 @@ def test_driver_killed_after_the_decision_finishes_the_batch_before_any_task(
     protocol.assert_settled(cluster, TOPIC, ROWS)
 
 
+def test_spark_aborting_a_batch_whose_commit_raised_after_the_decision_keeps_it_committed(
+        cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """commit() can raise after its commit point (a completion or a fence that timed out under load);
+    Spark then calls abort() with the same messages. The batch is committed (the decision is the
+    commit point): abort() must finish it, not decide "abort" over committed transactions - that
+    decision could never be finished (INVALID_TXN_STATE: already committed), and every later writer
+    failed on it, the query stuck for good (seen in make test's cluster tier under load)."""
+    first = protocol.attempt(options, 4, 0, 0, ROWS[:2])
+    second = protocol.attempt(options, 4, 1, 0, ROWS[2:])
+
+    def crash_point(name: str, batch: int, prefix: str = "") -> None:
+        if name == "after_first_commit":
+            raise SinkCommitError("completing the second transaction timed out")
+
+    monkeypatch.setattr(committer_module, "crash_point", crash_point)
+    with protocol.committer(options) as driver:
+        with pytest.raises(SinkCommitError, match="timed out"):
+            driver.commit([first, second], 4)
+        monkeypatch.undo()
+        driver.abort([first, second], 4)  # what Spark does after a failed commit()
+    protocol.assert_settled(cluster, TOPIC, ROWS)
+
+    # the query goes on: the next writer finds nothing to recover, the replay of batch 4 writes nothing
+    writer = data_source(cluster).streamWriter(SCHEMA, overwrite=False)
+    replay = [protocol.attempt(writer.options, 4, p, 0, [b"again"]) for p in range(2)]
+    assert all(m.superseded for m in replay)
+    writer.commit(replay, 4)
+    protocol.assert_settled(cluster, TOPIC, ROWS)
+
+
 def test_driver_killed_before_the_decision_leaves_orphans_the_replay_fences(
         cluster: MockCluster, options: SinkOptions, monkeypatch: pytest.MonkeyPatch) -> None:
     orphan = protocol.attempt(options, 5, 0, 0, [b"lost"])

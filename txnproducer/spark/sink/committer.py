@@ -20,7 +20,9 @@ batches is in the state topic (:mod:`txnproducer.spark.sink.state_topic`). Per b
    :mod:`txnproducer.spark.sink.task`).
 5. write ``done``, recording where the announcement scan stopped.
 
-An abort decides ``abort`` and does the same with nothing to commit.
+An abort decides ``abort`` and does the same with nothing to commit - unless the latest decision
+committed the batch: ``commit()`` raised after its commit point and Spark aborts what is committed
+(:meth:`Committer._aborts_a_committed_batch`).
 """
 
 from __future__ import annotations
@@ -130,17 +132,41 @@ class Committer:
         self._finish(decision)
 
     def abort(self, messages: Sequence[Any], batch: int, job: str | None = None) -> None:
-        """Abort a micro-batch or a batch job whose tasks failed."""
+        """Abort a micro-batch or a batch job whose tasks failed - unless this sink committed it
+        already (see :meth:`_aborts_a_committed_batch`)."""
         latest = self.recover()
         reports = [m for m in messages if isinstance(m, TxnKafkaCommitMessage)]
         states = tuple(s for s in (m.state for m in reports) if s is not None)
         query = job if job is not None else _query_of(reports)
+        if self._aborts_a_committed_batch(latest, batch, job, query, states):
+            return
         with self.telemetry.batch(names.SPAN_SPARK_BATCH, batch, query, self.prefix, ABORT, reports) as span:
             _set(span, names.SPARK_TRANSACTION_COUNT, len(states))
             decision = self.state.write_decision(Decision(self.prefix, batch, ABORT, DECIDED, states, query,
                                                           announce_from=self._announce_from(latest)))
             self._complete(decision, states)
             self._finish(decision)
+
+
+    def _aborts_a_committed_batch(self, latest: Decision | None, batch: int, job: str | None, query: str,
+                                  states: tuple[Any, ...]) -> bool:
+        """Whether Spark is aborting the batch the latest decision committed: ``commit()`` passed
+        its commit point (the decision) and then raised - a completion or a fence that timed out -
+        and Spark calls ``abort()`` after a failed ``commit()`` with the same messages. The decision
+        stands (``recover()`` has just finished it): an ``abort`` decision naming its committed
+        transactions could never be finished (the coordinator refuses to abort a committed one),
+        and every later batch's ``recover()`` would fail on it. Spark replays the batch, whose
+        tasks see the decision and write nothing. A state the decision does not name (none is
+        expected: they are the same messages) is aborted."""
+        if latest is None or not latest.committed or latest.batch != batch:
+            return False
+        if latest.query != query and not (job is None and latest.query == ""):
+            return False
+        _log.warning("txn.spark_abort_after_commit", prefix=self.prefix, batch=batch, query=query,
+                     transactions=len(latest.states))
+        decided = set(latest.states)
+        self._complete(Decision(self.prefix, batch, ABORT, DECIDED), [s for s in states if s not in decided])
+        return True
 
 
 def _set(span: Any, key: str, value: Any) -> None:
