@@ -7,31 +7,21 @@ client jars ($KAFKA_HOME/libs); skips otherwise.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _module(name: str, file: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests._support.benchmark_scripts import load_benchmark
 
 
 def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: str, tmp_path: Path) -> None:
-    java = _module("_bench_java", "_java.py")
+    java = load_benchmark("_java.py")
     try:
         classpath = java.java_classpath(None, os.environ.get("KAFKA_HOME"))
         classes = java.compile_bench(classpath, tmp_path)
@@ -51,7 +41,7 @@ def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: s
     assert (result["client"], result["records"], result["transactions"]) == ("java", 50, 5)
     assert result["commit_latency_ms"]["count"] == 5 and result["commit_latency_ms"]["p50"] > 0
     assert result["peak_rss_mib"] > 0 and result["elapsed_s"] > 0
-    compare = _module("_bench_compare", "compare.py")
+    compare = load_benchmark("compare.py")
     read = {key for _, key, _, _ in compare.METRICS if not key.startswith("commit_")}
     assert read <= result.keys()  # every number compare.py reads for S1-S3 is there
 
@@ -73,7 +63,7 @@ def test_java_reference_client_commits_every_record_it_counts(kafka_bootstrap: s
 def test_java_pipeline_client_commits_each_input_once(kafka_bootstrap: str, tmp_path: Path) -> None:
     """S4's Java loop does the work it is timed for: each input upper-cased in the output, once, and the
     count it reports committed."""
-    java = _module("_bench_java", "_java.py")
+    java = load_benchmark("_java.py")
     try:
         classpath = java.java_classpath(None, os.environ.get("KAFKA_HOME"))
         classes = java.compile_bench(classpath, tmp_path)
@@ -85,7 +75,7 @@ def test_java_pipeline_client_commits_each_input_once(kafka_bootstrap: str, tmp_
         admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=1) for t in (source, sink)])
     finally:
         admin.close()
-    pipelines = _module("_bench_pipelines", "_pipelines.py")
+    pipelines = load_benchmark("_pipelines.py")
     assert pipelines.write_input(kafka_bootstrap, source, 2, 3000, 100) == 3000
 
     cmd = java.pipeline_command(classpath, classes, "ctp", kafka_bootstrap, source, sink, 3000, 60.0, 100, 2,

@@ -3,7 +3,6 @@ exercised by `make bench`; the Java client itself runs in tests/broker/test_benc
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests._support.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,17 +25,8 @@ def _keep_signal_handlers() -> Any:
         signal.signal(sig, handler)
 
 
-def _load(name: str, file: str) -> Any:
-    """A benchmarks/ script as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _compare() -> Any:
-    return _load("_bench_compare", "compare.py")
+    return load_benchmark("compare.py")
 
 
 def test_cpu_lists_are_parsed_like_taskset() -> None:
@@ -151,14 +143,14 @@ def test_the_java_clients_runs_are_reported_like_the_others(monkeypatch: pytest.
 
 
 def _java() -> Any:
-    return _load("_bench_java", "_java.py")
+    return load_benchmark("_java.py")
 
 
 def test_one_batch_size_reaches_every_client_and_the_report(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """``--batch-size``: the same batch size for every client (librdkafka's default is 60x Java's,
     which is most of its lead in CPU per record); each client gets it in its own setting's name."""
-    clients = _load("_bench_clients", "_clients.py")
+    clients = load_benchmark("_clients.py")
     seen: dict[str, Any] = {}
 
     class Recorder:
@@ -214,7 +206,7 @@ def test_one_batch_size_reaches_every_client_and_the_report(
 def test_s6_spreads_each_transaction_over_six_partitions_for_every_client() -> None:
     """S6: record i of a transaction goes to partition i % 6, through each library's own partition
     argument; the warm-up runs on the same producer before the measured transactions."""
-    clients = _load("_bench_clients", "_clients.py")
+    clients = load_benchmark("_clients.py")
     assert clients.SCENARIOS["S6"]["spread"] == 6 and clients.SCENARIOS["S6"]["records_per_txn"] == 10
     sent: list[tuple[str, Any]] = []
     calls: list[str] = []

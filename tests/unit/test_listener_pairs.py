@@ -4,27 +4,19 @@ running it; docs/performance.md, "Secured listeners")."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+from tests._support.benchmark_scripts import load_benchmark
 from txnproducer.testing import MockCluster
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pairs() -> Any:
-    path = ROOT / "benchmarks" / "listener_pairs.py"
-    spec = importlib.util.spec_from_file_location("_bench_listener_pairs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("listener_pairs.py")
 
 
 def test_every_listener_commits_its_warmup_and_blocks_and_is_paired_with_the_first() -> None:

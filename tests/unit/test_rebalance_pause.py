@@ -3,28 +3,15 @@ output it saw (the members themselves run in tests/broker and on the benchmark's
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests._support.benchmark_scripts import load_benchmark
 
 
 def _pause() -> Any:
-    """benchmarks/rebalance_pause.py as a module (benchmarks/ is not a package)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("_bench_rebalance_pause", ROOT / "benchmarks"
-                                                      / "rebalance_pause.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return load_benchmark("rebalance_pause.py")
 
 
 def _steady(commits: Any, name: str, parts: set[int], start: float, end: float, gap_from: float | None = None,

@@ -3,22 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests._support.benchmark_scripts import load_benchmark
 
 
 def _script() -> Any:
-    path = ROOT / "benchmarks" / "txn_instructions.py"
-    spec = importlib.util.spec_from_file_location("txn_instructions", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("txn_instructions.py")
 
 
 VALGRIND_TAIL = """==4002== Events    : Ir
