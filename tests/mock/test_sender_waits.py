@@ -76,23 +76,25 @@ class SenderWaits:
             return [w for w in self.waits[index:] if w.idle][:count]
 
 
-def _one_transaction_recorded(producer: Any, topic: str) -> tuple[SenderWaits, int]:
-    """One transaction of one record, its Sender's waits recorded; the index of the first wait that
-    may come after it (taken before the commit: its idle waits are the ones after the transaction)."""
+def _one_transaction_recorded(mock_cluster: MockCluster, make_producer: Any,
+                              topic: str) -> tuple[Any, SenderWaits, int]:
+    """A producer (linger LINGER_MS) that ran one transaction of one record to ``topic`` (made here),
+    its Sender's waits recorded; the index of the first wait that may come after it (taken before
+    the commit: its idle waits are the ones after the transaction)."""
+    mock_cluster.create_topic(topic, partitions=1)
+    producer = make_producer(linger_ms=LINGER_MS)
+    producer.init_transactions()
     waits = SenderWaits(producer)
     producer.begin_transaction()
     producer.send(topic, b"first", partition=0)
     mark = len(waits.waits)
     producer.commit_transaction()
-    return waits, mark
+    return producer, waits, mark
 
 
 def test_after_a_transaction_the_first_idle_wait_ends_within_linger_and_the_next_is_long(
         mock_cluster: MockCluster, make_producer: Any) -> None:
-    mock_cluster.create_topic("waits", partitions=1)
-    producer = make_producer(linger_ms=LINGER_MS)
-    producer.init_transactions()
-    waits, mark = _one_transaction_recorded(producer, "waits")
+    _, waits, mark = _one_transaction_recorded(mock_cluster, make_producer, "waits")
     short, long = waits.idle_waits_after(mark, 2)
     assert short.timeout_s <= LINGER_MS / 1000
     assert long.timeout_s > LINGER_MS / 1000  # idle: no wake-up every linger_ms
@@ -100,10 +102,7 @@ def test_after_a_transaction_the_first_idle_wait_ends_within_linger_and_the_next
 
 def test_the_next_transactions_first_record_does_not_wake_the_sender(
         mock_cluster: MockCluster, make_producer: Any) -> None:
-    mock_cluster.create_topic("nowake", partitions=1)
-    producer = make_producer(linger_ms=LINGER_MS)
-    producer.init_transactions()
-    waits, mark = _one_transaction_recorded(producer, "nowake")
+    producer, waits, mark = _one_transaction_recorded(mock_cluster, make_producer, "nowake")
     (short,) = waits.idle_waits_after(mark, 1)
     before = waits.wakeups
     producer.begin_transaction()
