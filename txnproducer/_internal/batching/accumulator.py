@@ -323,10 +323,9 @@ class RecordAccumulator:
                      ) -> tuple[RecordFuture, bool, bool]:
         """Start ``tp``'s next batch with the record, ``capacity`` bytes reserved (the caller holds
         the lock and checked that the pool has them); ``last`` is the batch before it, if any
-        (closed or marked full). Returns the record's future, whether the Sender needs waking, and
-        whether the new batch is full already (the record filled it)."""
-        if last is not None:
-            last.full = True  # it did not take the record: sendable at once
+        (closed, or marked full by the caller: it did not take the record). Returns the record's
+        future, whether the Sender needs waking, and whether the new batch is full already (the
+        record filled it)."""
         if dq is None:
             dq = self._batches[tp] = collections.deque()
         # every argument by position: the compiled encoder parses a keyword in about 0.7 us more
