@@ -31,7 +31,8 @@ $(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
 # The compiled accelerator (docs/performance.md): the editable install builds it in place; this
 # rebuilds it when its source changes. A failed compile installs pure Python (setup.py), which
 # `make test` refuses (TXNPRODUCER_REQUIRE_ACCEL), so a broken build cannot pass as compiled.
-$(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_internal/accel/_decode.c txnproducer/_internal/accel/crc32c.h setup.py | $(VENV)/.dev-installed
+$(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_internal/accel/_decode.c \
+		txnproducer/_internal/accel/_produce.c txnproducer/_internal/accel/crc32c.h setup.py | $(VENV)/.dev-installed
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
@@ -91,8 +92,8 @@ test-ci-extra: $(VENV)/.dev-installed
 		PATH="$(PYENV_PATH):$$PATH" $(BIN)/nox -s "quick-$(CI_EXTRA_PYTHON)(kafka_python='oldest')"; \
 	else echo "test-ci-extra: no python$(CI_EXTRA_PYTHON) on this machine: skipped"; fi
 
-# The sanitizer tier (docs/contributing.md "Sanitizer tier"): both extensions (the send path's _speedups, the record
-# decoder's _decode) built with AddressSanitizer and UBSan into build/asan (.venv's own builds are left
+# The sanitizer tier (docs/contributing.md "Sanitizer tier"): the extensions (the send path's _speedups, the record
+# decoder's _decode, the Produce codec's _produce) built with AddressSanitizer and UBSan into build/asan (.venv's own builds are left
 # alone), loaded in their place by tests/_support/asan_extension.py,
 # in a Python whose objects are allocated by malloc (PYTHONMALLOC=malloc: inside pymalloc's arenas ASan
 # misses overflows of small objects) with the ASan runtime preloaded (the interpreter is not
@@ -111,7 +112,7 @@ ASAN_INCLUDE = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths(
 
 test-asan: $(VENV)/.dev-installed
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
-	for ext in _speedups _decode; do \
+	for ext in _speedups _decode _produce; do \
 		gcc -shared -fPIC $(ASAN_CFLAGS) -I"$(ASAN_INCLUDE)" txnproducer/_internal/accel/$$ext.c \
 			-o $(ASAN_DIR)/$$ext"$(ASAN_SUFFIX)" || exit 1; \
 	done

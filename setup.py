@@ -1,4 +1,5 @@
-"""Build script for the optional compiled accelerators (the send path's and the read path's);
+"""Build script for the optional compiled accelerators (the send path's, the read path's and the
+Produce codec's);
 everything else is in pyproject.toml.
 
 Why setuptools (not hatchling, the backend before): it builds C extensions itself, ``optional=True``
@@ -30,6 +31,13 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
         "txnproducer._internal.accel._decode",
         sources=["txnproducer/_internal/accel/_decode.c"],
         depends=["txnproducer/_internal/accel/crc32c.h"],
+        extra_compile_args=flags,
+        optional=True,
+    ))
+    # the Produce request encoder and answer decoder (the Sender's per-request codec)
+    ext_modules.append(Extension(
+        "txnproducer._internal.accel._produce",
+        sources=["txnproducer/_internal/accel/_produce.c"],
         extra_compile_args=flags,
         optional=True,
     ))

@@ -2,9 +2,10 @@
 AddressSanitizer and UBSan instead of the one in the source tree.
 
 ``TXNPRODUCER_SANITIZED_EXTENSION`` names the folder of the sanitized builds (``build/asan/``: the send
-path's ``_speedups*.so`` and the record decoder's ``_decode*.so``, made by ``make test-asan``, which
-leaves ``.venv``'s in-place builds alone). Loaded with ``-p`` before any test module imports txnproducer,
-this plugin imports those files as ``txnproducer._internal.accel._speedups`` and ``._decode``, so
+path's ``_speedups*.so``, the record decoder's ``_decode*.so`` and the Produce codec's ``_produce*.so``,
+made by ``make test-asan``, which leaves ``.venv``'s in-place builds alone). Loaded with ``-p`` before any
+test module imports txnproducer, this plugin imports those files as
+``txnproducer._internal.accel._speedups``, ``._decode`` and ``._produce``, so
 ``accel`` chooses them as it would the usual ones. It refuses to run when a file is missing, when the
 ASan runtime is not in the process (``LD_PRELOAD``: an uninstrumented Python must load it first), or when
 something imported the usual builds before it: a run that only looked sanitized would prove nothing.
@@ -22,7 +23,7 @@ import pytest
 
 ENV_VAR = "TXNPRODUCER_SANITIZED_EXTENSION"
 _PACKAGE = "txnproducer._internal.accel"
-_EXTENSIONS = ("_speedups", "_decode")
+_EXTENSIONS = ("_speedups", "_decode", "_produce")
 
 
 def _asan_runtime_loaded() -> bool:
@@ -57,7 +58,8 @@ def _load(folder: str) -> str:
         loaded[name] = module
     from txnproducer._internal import accel
 
-    if accel.SPEEDUPS is not loaded["_speedups"] or accel.DECODE is not loaded["_decode"]:
+    if (accel.SPEEDUPS is not loaded["_speedups"] or accel.DECODE is not loaded["_decode"]
+            or accel.PRODUCE is not loaded["_produce"]):
         raise pytest.UsageError(f"the sanitized extensions are not the ones in use: {accel.describe()}")
     return ", ".join(str(path) for (path,) in builds.values())
 

@@ -26,6 +26,10 @@ from kafka.protocol.parser import KafkaProtocol
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.structs import TopicPartition
 
+from tests._support.produce_codec import as_records as _as
+from tests._support.produce_codec import leader as _leader
+from tests._support.produce_codec import normalized as _normalized_ours
+from tests._support.produce_codec import reference_response as _reference_response
 from txnproducer._internal.protocol.produce_request import ProduceRequestData, Records
 from txnproducer._internal.protocol.produce_response import (
     ProduceResponseData,
@@ -64,14 +68,6 @@ _partitions = st.lists(st.tuples(_INT32, _records), max_size=4)
 _topics = st.lists(st.tuples(_text, st.uuids(), _partitions), max_size=4)
 
 
-def _as(kind: str, payload: bytes) -> Records:
-    if kind == "bytearray":
-        return bytearray(payload)
-    if kind == "memoryview":
-        return memoryview(payload)
-    if kind == "memoryview-slice":  # a view into a bigger buffer, as a caller might pass
-        return memoryview(b"<<" + payload + b">>")[2:2 + len(payload)]
-    return payload
 
 
 def _requests(version: int, transactional_id: str | None, acks: int, timeout_ms: int,
@@ -186,33 +182,6 @@ _node_endpoints = st.one_of(st.none(), st.lists(
     st.tuples(_INT32, _text, _INT32, _nullable_text), min_size=1, max_size=3))
 
 
-def _reference_response(version: int, topics: Any, throttle_time_ms: int, node_endpoints: Any) -> Any:
-    """kafka-python's ProduceResponse at ``version`` (fields absent from it are left out)."""
-    out_topics = []
-    for name, topic_id, parts in topics:
-        out_parts = []
-        for p in parts:
-            kw: dict[str, Any] = {"index": p["index"], "error_code": p["error_code"],
-                                  "base_offset": p["base_offset"],
-                                  "log_append_time_ms": p["log_append_time_ms"]}
-            if version >= 5:
-                kw["log_start_offset"] = p["log_start_offset"]
-            if version >= 8:
-                kw["record_errors"] = [
-                    _RP.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                    for i, m in p["record_errors"]]
-                kw["error_message"] = p["error_message"]
-            if version >= 10 and p["current_leader"] is not None:
-                kw["current_leader"] = _RP.LeaderIdAndEpoch(leader_id=p["current_leader"][0],
-                                                            leader_epoch=p["current_leader"][1])
-            out_parts.append(_RP(**kw))
-        key = {"topic_id": topic_id} if version >= 13 else {"name": name}
-        out_topics.append(_RT(partition_responses=out_parts, **key))
-    kw = {"responses": out_topics, "throttle_time_ms": throttle_time_ms}
-    if version >= 10 and node_endpoints is not None:
-        kw["node_endpoints"] = [ProduceResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r)
-                                for n, h, p, r in node_endpoints]
-    return ProduceResponse(version=version, **kw)
 
 
 def _normalized_reference(decoded: Any, version: int) -> list[Any]:
@@ -233,19 +202,8 @@ def _normalized_reference(decoded: Any, version: int) -> list[Any]:
             tuple((n.node_id, n.host, n.port, n.rack) for n in endpoints or ())]
 
 
-def _leader(value: tuple[int, int] | None) -> tuple[int, int] | None:
-    """An absent CurrentLeader and the schema's default (-1, -1) mean the same: no hint."""
-    return None if value is None or value == (-1, -1) else value
 
 
-def _normalized_ours(decoded: ProduceResponseData) -> list[Any]:
-    out = []
-    for t in decoded.responses:
-        parts = [(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
-                  tuple((e.batch_index, e.batch_index_error_message) for e in p.record_errors),
-                  p.error_message, _leader(p.current_leader)) for p in t.partition_responses]
-        out.append((t.name, t.topic_id, parts))
-    return [out, decoded.throttle_time_ms, tuple(tuple(n) for n in decoded.node_endpoints)]
 
 
 def _has_tags(version: int, topics: Any, node_endpoints: Any) -> bool:

@@ -1,10 +1,11 @@
 """The optional compiled hot path: which implementation of the per-record path this process runs.
 
 Why a room of its own: the compiled extensions (``_speedups.c`` for the send path, ``_decode.c`` for
-the read path; built when a C compiler is there at install time) mirror a few pure-Python pieces of
-other rooms (the record batch encoder, the accumulator's open-batch append, ``send()``'s common case;
-the record batch decoder of ``_internal/fetch``) and are chosen once per process, here, before
-they are imported. The pure-Python modules stay the reference (same behaviour, byte-identical
+the read path, ``_produce.c`` for the Produce request and its answer; built when a C compiler is there
+at install time) mirror a few pure-Python pieces of other rooms (the record batch encoder, the
+accumulator's open-batch append, ``send()``'s common case; the record batch decoder of
+``_internal/fetch``; the Produce codec of ``_internal/protocol``) and are chosen once per process,
+here, before they are imported. The pure-Python modules stay the reference (same behaviour, byte-identical
 batches; tests compare the two); the extension only ever takes the cases it knows and hands every
 other one back to them.
 
@@ -21,7 +22,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["DECODE", "ENV_VAR", "PATH", "REASON", "SPEEDUPS", "describe"]
+__all__ = ["DECODE", "ENV_VAR", "PATH", "PRODUCE", "REASON", "SPEEDUPS", "describe"]
 
 #: Set to 1 to run the pure-Python path even where the extension is built.
 ENV_VAR = "TXNPRODUCER_PURE_PYTHON"
@@ -36,13 +37,14 @@ def _load(name: str = "_speedups") -> tuple[ModuleType | None, str]:
         return None, "the compiled extension is not built"
     except ImportError as exc:  # built for another Python, or broken
         return None, f"the compiled extension failed to load: {exc}"
-    return module, f"compiled extension, CRC-32C by {module.crc_implementation()}"
+    crc = getattr(module, "crc_implementation", None)  # the modules with a CRC-32C say which
+    return module, "compiled extension" + (f", CRC-32C by {crc()}" if crc is not None else "")
 
 
-def _load_decode() -> ModuleType | None:
-    """The compiled record decoder (``_decode.c``), under the same rule as ``_speedups``: never
-    on the pure-Python path, so that one switch runs all of the reference code."""
-    module, _reason = _load("_decode") if SPEEDUPS is not None else (None, "")
+def _load_beside(name: str) -> ModuleType | None:
+    """Another compiled module (``_decode.c``, ``_produce.c``), under the same rule as ``_speedups``:
+    never on the pure-Python path, so that one switch runs all of the reference code."""
+    module, _reason = _load(name) if SPEEDUPS is not None else (None, "")
     return module
 
 
@@ -51,11 +53,16 @@ SPEEDUPS, REASON = _load()
 #: "compiled" or "pure-python".
 PATH = "compiled" if SPEEDUPS is not None else "pure-python"
 #: The compiled record batch decoder, or None (pure Python, or not built).
-DECODE = _load_decode()
+DECODE = _load_beside("_decode")
+#: The compiled Produce request encoder and answer decoder, or None (pure Python, or not built).
+PRODUCE = _load_beside("_produce")
 
 
 def describe() -> str:
     """One line for tools and logs: the path and why."""
-    decoder = "" if SPEEDUPS is None else ("; decoder compiled" if DECODE is not None
-                                            else "; decoder pure-python (the extension is not built)")
-    return f"{PATH} ({REASON}{decoder})"
+    if SPEEDUPS is None:
+        return f"{PATH} ({REASON})"
+    decoder = "decoder compiled" if DECODE is not None else "decoder pure-python (the extension is not built)"
+    produce = "Produce codec compiled" if PRODUCE is not None \
+        else "Produce codec pure-python (the extension is not built)"
+    return f"{PATH} ({REASON}; {decoder}; {produce})"

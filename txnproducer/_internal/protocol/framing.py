@@ -5,15 +5,16 @@ Why: kafka-python writes and reads the request/response header with its generic 
 requests that is most of the cost of a request (profiles in ``benchmarks/README.md``). A header
 is four fixed fields and, for flexible versions, an empty tagged-field section, so it is written
 and read here with ``struct``; the request and response bodies stay kafka-python's, except those
-of our own codecs: Produce's (which frames itself) and EndTxn's (:mod:`.end_txn`, whose body is
-framed here).
+of our own codecs: Produce's (which builds its whole frame from the header's tail kept here, compiled
+when built: :meth:`.produce_request.ProduceRequestData.encode_frame`) and EndTxn's (:mod:`.end_txn`,
+whose body is framed here).
 
 ``tests/unit/test_framing.py`` checks that the frames are byte-identical to kafka-python's
 ``encode(framed=True, header=True)`` and that the answers decode to the same values.
 
-Exceptions, left to kafka-python's own header code: requests that are not kafka-python
-``ApiMessage`` objects (our Produce request frames itself), and ApiVersions, whose response
-header is v0 whatever the version (KIP-511).
+Exceptions, left to kafka-python's own header code: other requests that are not kafka-python
+``ApiMessage`` objects (they frame themselves), and ApiVersions, whose response header is v0
+whatever the version (KIP-511).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from kafka.protocol.frame import KafkaBytes
 
 from .end_txn import EndTxnRequestData
 from .primitives import skip_tagged_fields, string16
+from .produce_request import ProduceRequestData
+from .produce_response import response_type as _produce_response_type
+from .produce_versions import FIRST_FLEXIBLE as _PRODUCE_FIRST_FLEXIBLE
 
 __all__ = ["RequestFramer", "read_response_header"]
 
@@ -54,6 +58,11 @@ class RequestFramer:
             head = _FRAME_AND_HEADER.pack(8 + len(tail) + len(body), request.API_KEY, request.API_VERSION,
                                           correlation_id)
             return b"".join((head, tail, body)), request.response_type, flexible
+        if type(request) is ProduceRequestData:  # our codec frames it (compiled when built): no header object
+            version = request.API_VERSION
+            flexible = version >= _PRODUCE_FIRST_FLEXIBLE
+            frame = request.encode_frame(correlation_id, self._tails[flexible])
+            return frame, _produce_response_type(version), flexible
         if not isinstance(request, ApiMessage) or request.API_KEY == _API_VERSIONS:
             request.with_header(correlation_id=correlation_id, client_id=self._client_id)
             data = request.encode(framed=True, header=True)

@@ -30,6 +30,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TypeAlias
 
+from txnproducer._internal.accel import PRODUCE as _PRODUCE
+
 from .primitives import COMPACT_CACHE as _COMPACT
 from .primitives import I32 as _I32
 from .primitives import STRING16_CACHE as _STRING16
@@ -51,6 +53,7 @@ Records: TypeAlias = bytes | bytearray | memoryview
 TopicData: TypeAlias = tuple[str | uuid.UUID, Sequence[tuple[int, Records | None]]]
 
 _REQUEST_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
+_FRAME_HEADER = struct.Struct(">ihhi")  # size, api key, api version, correlation id
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _ACKS_TIMEOUT_COUNT = struct.Struct(">hii")
 _INDEX_SIZE = struct.Struct(">ii")
@@ -138,7 +141,6 @@ class ProduceRequestData:
     def encode(self, framed: bool = False, header: bool = False) -> bytes:
         """The request bytes: [int32 size] [request header] body, as kafka-python encodes them."""
         version = self._version
-        flexible = version >= _FIRST_FLEXIBLE
         head = bytearray(4) if framed else bytearray()
         if header:
             h = self._header
@@ -147,8 +149,30 @@ class ProduceRequestData:
             head += _REQUEST_HEADER.pack(PRODUCE_API_KEY, h.request_api_version, h.correlation_id)
             # the header's client_id is an int16 string even in flexible versions (header v2)
             head += _STRING16.get(h.client_id) or _cache_string16(h.client_id)
-            if flexible:
+            if version >= _FIRST_FLEXIBLE:
                 head += b"\x00"  # the header's empty tagged fields
+        return self._encode_after(head, framed)
+
+    def encode_frame(self, correlation_id: int, header_tail: bytes) -> bytes:
+        """The framed request with its header, for our connection's framer (no header object made):
+        ``header_tail`` is what follows the correlation id in the request header, the client id as
+        an int16 string and, for flexible versions, the empty tagged fields (the framer keeps both).
+        The compiled codec (``accel/_produce.c``) builds it when built and this is a flexible version
+        it takes; otherwise the same bytes come from here."""
+        if _PRODUCE is not None:
+            frame: bytes | None = _PRODUCE.encode_frame(self._version, correlation_id, header_tail,
+                                                        self.transactional_id, self.acks, self.timeout_ms,
+                                                        self.topic_data)
+            if frame is not None:
+                return frame
+        head = bytearray(_FRAME_HEADER.pack(0, PRODUCE_API_KEY, self._version, correlation_id))
+        head += header_tail
+        return self._encode_after(head, True)
+
+    def _encode_after(self, head: bytearray, framed: bool) -> bytes:
+        """The body after ``head`` (the frame's size, when ``framed``, is written into its first 4 bytes)."""
+        version = self._version
+        flexible = version >= _FIRST_FLEXIBLE
         topics = self.topic_data
         n_topics = len(topics)
         if flexible:

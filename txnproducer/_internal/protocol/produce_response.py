@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 from kafka.protocol.frame import KafkaBytes
 
+from txnproducer._internal.accel import PRODUCE as _PRODUCE
+
 from .primitives import I16 as _I16
 from .primitives import I32 as _I32
 from .primitives import check_count as _check_count
@@ -182,7 +184,11 @@ class ProduceResponseType:
     def decode(self, data: Any) -> ProduceResponseData:
         if type(data) is KafkaBytes:  # the parser's frame: read in place
             end = len(data)
-            response = _decode(data, self.API_VERSION, data.tell(), end)
+            response: ProduceResponseData | None = None
+            if _PRODUCE is not None and self.flexible:  # the common shape, compiled (None: not that)
+                response = _PRODUCE.decode_response(data, data.tell(), self.API_VERSION)
+            if response is None:
+                response = _decode(data, self.API_VERSION, data.tell(), end)
             data.seek(end)
             return response
         buf, pos, base = _buffer_and_pos(data)
@@ -455,3 +461,13 @@ def _response_tags(data: Any, pos: int, end: int) -> tuple[tuple[NodeEndpoint, .
         at = skip_tagged_fields(data, at, stop)
         endpoints.append(_tuple_new(NodeEndpoint, (node_id, host or "", port, rack)))
     return tuple(endpoints), pos
+
+
+def _configure_compiled() -> None:
+    """Name the classes the compiled decoder builds, and share the topic id cache with it."""
+    if _PRODUCE is not None:
+        _PRODUCE.configure(PartitionResponse, TopicResponse, ProduceResponseData, _TOPIC_IDS, _topic_id,
+                           uuid.UUID)
+
+
+_configure_compiled()
