@@ -2,12 +2,12 @@
 
 Every wait is the same shape: create an asyncio future, have the other thread complete it with
 ``loop.call_soon_threadsafe`` (a completion callback, or a :class:`Listeners` registration made
-*before* the condition is checked, so no change is missed), and bound it with ``loop.call_later``
-(a timer on the loop, not a thread). Nothing polls, no thread is parked per call, and the
-Sender's side of it is one ``call_soon_threadsafe``: it never runs user code or waits for the
-loop.
+*before* the condition is checked, so no change is missed), and bound it by the loop's one timer for
+its waits (:mod:`._deadlines`: a timer on the loop, not a thread). Nothing polls, no thread is parked
+per call, and the Sender's side of it is one ``call_soon_threadsafe``: it never runs user code or waits
+for the loop.
 
-Cancelling the awaiting task cancels only the wait (its future and timer): what was waited for
+Cancelling the awaiting task cancels only the wait (its future and deadline): what was waited for
 goes on, as when a bounded wait runs out.
 """
 
@@ -25,6 +25,7 @@ from txnproducer import errors
 from txnproducer._internal.batching.batch import ProducerBatch
 from txnproducer._internal.listeners import Listeners
 from txnproducer._internal.txn.result import TransactionalRequestResult
+from txnproducer.aio._deadlines import deadlines
 
 __all__ = ["wait_batches", "wait_result", "wait_signal", "wait_until", "waker"]
 
@@ -50,14 +51,14 @@ async def wait_signal(fut: asyncio.Future[bool], deadline: float) -> bool:
     """Await ``fut`` until ``deadline`` (``time.monotonic()``); False if the time ran out first."""
     if fut.done():
         return fut.result()
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+    if deadline <= time.monotonic():
         return False
-    timer = fut.get_loop().call_later(remaining, _resolve, fut, False)
+    watch = deadlines(fut.get_loop())  # one timer for all of the loop's waits (see _deadlines)
+    watch.add(fut, deadline)
     try:
         return await fut
     finally:
-        timer.cancel()
+        watch.discard(fut)
 
 
 async def wait_until(check: Callable[[], T | None], sources: Sequence[Listeners], deadline: float,
