@@ -5,7 +5,8 @@ After a transaction the Sender's first idle wait ends within ``linger_ms``, so t
 transaction's first batch (which lingers that long anyway) starts without waking it: a wake-up
 costs the Sender a loop iteration and two context switches per transaction. An idle producer then
 waits as long as before. The Sender completes an answer's appended batches together; one partition
-refused in the same answer is retried and nothing is lost or written twice.
+refused in the same answer is retried and nothing is lost or written twice. A committing transaction's
+EndTxn goes out as soon as the last Produce answer is read, before the records' callbacks run.
 """
 
 from __future__ import annotations
@@ -155,3 +156,29 @@ def test_an_answer_with_one_refused_partition_completes_the_others_and_retries_i
     mixed = [e for e in mock_cluster.request_log[since:] if e.api == "Produce" and e.broker_id == leader
              and {b[1] for b in e.fields["batches"]} == {0, 1, 2}]
     assert [e.error_codes for e in mixed] == [(NOT_LEADER_OR_FOLLOWER,)]  # the others were appended
+
+
+def test_the_endtxn_goes_out_before_the_records_callbacks_run(mock_cluster: MockCluster,
+                                                              make_producer: Any) -> None:
+    """A record callback that takes its time (it runs on the Sender thread) does not hold the commit's
+    EndTxn back: the broker already works on it. The commit still returns after the callbacks ran."""
+    mock_cluster.create_topic("end-first", partitions=1)  # one Produce: the callbacks run after its answer
+    producer = make_producer(linger_ms=LINGER_MS)
+    producer.init_transactions()
+    producer.begin_transaction()
+    since = mock_cluster.requests.next_seq()
+    seen: list[str] = []
+
+    def callback(metadata: Any, exc: BaseException | None) -> None:
+        try:  # the EndTxn of this commit reached the broker while this callback runs
+            mock_cluster.wait_for_request(lambda e: e.api == "EndTxn", timeout=WAIT_S, since=since)
+            seen.append("EndTxn sent")
+        except TimeoutError:
+            seen.append("no EndTxn")
+
+    for value in (b"a", b"b"):
+        producer.send("end-first", value, partition=0).add_callback(callback)
+    producer.commit_transaction()
+    assert seen == ["EndTxn sent", "EndTxn sent"]
+    records = mock_cluster.partition_records("end-first", 0, read_committed=True)
+    assert [r.value for r in records] == [b"a", b"b"]

@@ -487,7 +487,7 @@ def _sender(net: _FakeNet) -> tuple[Sender, list[tuple[str, Any]]]:
     sender = Sender(network=net, accumulator=None, transaction_manager=None,  # type: ignore[arg-type]
                     config=config)  # type: ignore[arg-type]
     outcomes: list[tuple[str, Any]] = []
-    def complete_all(appended: list[tuple[Any, int, int | None]]) -> None:
+    def complete_all(appended: list[tuple[Any, int, int | None]], before_futures: Any = None) -> None:
         outcomes.extend(("done", (batch.tp, base_offset, log_append_time))
                         for batch, base_offset, log_append_time in appended)
 

@@ -87,10 +87,16 @@ class ProduceOutcomes:
             self.retry_or_fail(batch, code, part.error_message, part.record_errors,
                                part.log_start_offset, leader_moved=moved)
         if appended:
-            self.complete_all(appended)
+            self.complete_all(appended, before_futures=self._end_if_completing)
+        else:
+            self._end_if_completing()
+
+    def _end_if_completing(self) -> None:
+        """The last batch of a committing/aborting transaction may have just been acknowledged: its
+        EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete) - before
+        the records' futures and callbacks run: the broker works on it meanwhile, and its answer is
+        read after them, so a commit still returns after its records' futures completed."""
         if self._tm.state in COMPLETING:
-            # the last batch of a committing/aborting transaction may have just completed: its
-            # EndTxn can go out now (the TM checks, under its lock, that no batch is incomplete)
             self._after_answer()
 
     def _follow_leader_hint(self, tp: TopicPartition, node: int, leader: tuple[int, int],
@@ -116,13 +122,19 @@ class ProduceOutcomes:
         for batch in batches:
             self.retry_or_fail(batch, NETWORK_EXCEPTION, f"{type(exc).__name__}: {exc}", None)
 
-    def complete_all(self, appended: list[tuple[ProducerBatch, int, int | None]]) -> None:
+    def complete_all(self, appended: list[tuple[ProducerBatch, int, int | None]],
+                     before_futures: Callable[[], object] | None = None) -> None:
         """The broker appended these ``(batch, base_offset, log_append_time)``: their partitions'
-        sequences, then their futures."""
+        sequences, the batches out of the accumulator (no longer incomplete, their memory back),
+        ``before_futures()``, then their futures."""
         self._tm.handle_completed_batches([(batch.tp, batch.base_sequence, batch.record_count,
                                             batch.producer_epoch, base_offset)
                                            for batch, base_offset, _ in appended])
-        self._acc.complete_all(appended)
+        self._acc.finalize_all(appended)
+        if before_futures is not None:
+            before_futures()
+        for batch, base_offset, log_append_time in appended:
+            batch.finish(base_offset, log_append_time, None)
 
     def retry_or_fail(self, batch: ProducerBatch, code: int, message: str | None,
                       record_errors: Any, log_start_offset: int | None = None,

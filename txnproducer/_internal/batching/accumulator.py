@@ -751,14 +751,19 @@ class RecordAccumulator:
     def complete_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
         """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``: one lock for
         all, then their futures in the answer's order."""
+        self.finalize_all(outcomes)
+        for batch, base_offset, log_append_time in outcomes:
+            batch.finish(base_offset, log_append_time, None)
+
+    def finalize_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
+        """``complete_all`` without the futures, which the caller completes after (``batch.finish``):
+        the batches are no longer incomplete and their memory is back, under one lock."""
         with self._mutex:
             returned = False
             for batch, _, _ in outcomes:
                 returned = self._finalize(batch, notify=False) or returned
             if returned:
                 self._memory_returned()
-        for batch, base_offset, log_append_time in outcomes:
-            batch.finish(base_offset, log_append_time, None)
 
     def fail(self, batch: ProducerBatch, exception: BaseException,
              record_errors: dict[int, BaseException] | None = None) -> bool:
