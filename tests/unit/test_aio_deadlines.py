@@ -14,15 +14,15 @@ from txnproducer.aio._waiting import wait_signal
 
 
 class _CountingLoop(asyncio.SelectorEventLoop):
-    """The real selector loop, counting the timers it is asked for."""
+    """The real selector loop, counting the timers it is asked for (call_later goes through call_at)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.timers = 0
 
-    def call_later(self, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+    def call_at(self, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
         self.timers += 1
-        return super().call_later(*args, **kwargs)
+        return super().call_at(*args, **kwargs)
 
 
 def _run(coro: Any, loop: asyncio.AbstractEventLoop | None = None) -> Any:
@@ -49,20 +49,34 @@ def test_waits_that_end_early_share_one_timer() -> None:
     assert loop.timers == 1
 
 
-def test_each_wait_ends_at_its_own_deadline_the_earlier_first() -> None:
+def test_an_earlier_wait_moves_the_timer_and_ends_alone() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        late_deadline = time.monotonic() + 0.3
-        early_deadline = time.monotonic() + 0.05
-        late = asyncio.ensure_future(wait_signal(loop.create_future(), late_deadline))
+        late_fut = loop.create_future()
+        late = asyncio.ensure_future(wait_signal(late_fut, time.monotonic() + 30))
         await asyncio.sleep(0)  # the late wait armed the timer first
-        early = asyncio.ensure_future(wait_signal(loop.create_future(), early_deadline))
-        done, _ = await asyncio.wait([late, early], return_when=asyncio.FIRST_COMPLETED)
-        assert done == {early} and early.result() is False
+        early_deadline = time.monotonic() + 0.05
+        assert await wait_signal(loop.create_future(), early_deadline) is False
         assert time.monotonic() >= early_deadline
-        assert not late.done()
-        assert await late is False
-        assert time.monotonic() >= late_deadline
+        assert not late.done()  # its deadline is not this one's
+        late_fut.set_result(True)
+        assert await late is True
+        assert deadlines(loop).pending() == 0
+
+    _run(main())
+
+
+def test_each_wait_ends_no_sooner_than_its_own_deadline() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def bounded(seconds: float) -> float:
+            deadline = time.monotonic() + seconds
+            assert await wait_signal(loop.create_future(), deadline) is False
+            return time.monotonic() - deadline
+
+        late_by = await asyncio.gather(bounded(0.1), bounded(0.02), bounded(0.05))
+        assert all(lateness >= 0 for lateness in late_by)
         assert deadlines(loop).pending() == 0
 
     _run(main())
@@ -98,18 +112,24 @@ def test_a_cancelled_wait_leaves_no_deadline() -> None:
     _run(main())
 
 
-def test_each_loop_has_its_own_watch_and_it_goes_with_the_loop() -> None:
-    watches = []
+def test_a_closed_loop_goes_with_its_watch() -> None:
+    """Waits that ended early leave the timer armed (that is the point): it must not keep the loop."""
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+    watches: list[weakref.ref[Any]] = []
 
     async def main() -> None:
-        watch = deadlines(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        loops.append(weakref.ref(loop))
+        watch = deadlines(loop)
         watches.append(weakref.ref(watch))
-        fut = asyncio.get_running_loop().create_future()
-        assert await wait_signal(fut, time.monotonic() + 0.01) is False
+        assert deadlines(loop) is watch  # one per loop while it is in use
+        ended = loop.create_future()
+        loop.call_soon(ended.set_result, True)
+        assert await wait_signal(ended, time.monotonic() + 30) is True  # the timer stays armed for 30 s
+        assert await wait_signal(loop.create_future(), time.monotonic() + 0.01) is False
 
-    _run(main())
-    _run(main())
-    assert watches[0]() is not watches[1]() or watches[0]() is None
-    _run(main())  # the module's last-loop cache now names the third loop
+    for _ in range(3):
+        _run(main())
     gc.collect()
-    assert watches[0]() is None and watches[1]() is None
+    assert [r() for r in loops] == [None, None, None]
+    assert [w() for w in watches] == [None, None, None]

@@ -51,10 +51,11 @@ async def wait_signal(fut: asyncio.Future[bool], deadline: float) -> bool:
     """Await ``fut`` until ``deadline`` (``time.monotonic()``); False if the time ran out first."""
     if fut.done():
         return fut.result()
-    if deadline <= time.monotonic():
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
         return False
     watch = deadlines(fut.get_loop())  # one timer for all of the loop's waits (see _deadlines)
-    watch.add(fut, deadline)
+    watch.add(fut, remaining)
     try:
         return await fut
     finally:
