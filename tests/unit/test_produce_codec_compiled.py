@@ -18,12 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.frame import KafkaBytes
+from kafka.protocol.producer import ProduceRequest
 
 from tests._support.produce_codec import as_records as _as
 from tests._support.produce_codec import normalized as _normalized_ours
 from tests._support.produce_codec import reference_response as _reference_response
 from txnproducer._internal import accel
 from txnproducer._internal.protocol import produce_request, produce_response
+from txnproducer._internal.protocol.framing import RequestFramer
 from txnproducer._internal.protocol.primitives import string16
 from txnproducer._internal.protocol.produce_request import ProduceRequestData
 from txnproducer._internal.protocol.produce_response import (
@@ -93,6 +95,8 @@ def test_compiled_encoder_hands_back_what_it_does_not_take(monkeypatch: pytest.M
     odd = [
         [(uuid.UUID(int=1), [(0, b"x")])],  # v12 names topics by name
         [("topic", [(2**31, b"x")])],  # a partition index past int32
+        [("topic", [(2**63, b"x")])],  # ... and past a C long
+        [("topic", [(-(2**64), b"x")])],
         [("topic", [(0, "not bytes")])],  # records that are not a buffer
         [("topic", [(0, b"x", b"y")])],  # not a pair
     ]
@@ -218,3 +222,64 @@ def test_compiled_decoder_reads_from_any_position_of_any_buffer() -> None:
             == ("orders", 4, 77, 123)
     # a position past the end: handed back, the reference decides
     assert accel.PRODUCE.decode_response(body, len(body) + 1, 12) is None
+
+
+def test_compiled_encoder_reads_its_input_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python code that runs while the encoder reads its input (here a topic id's ``int`` read through a
+    property that clears the earlier topic's partitions) cannot change what it writes: it writes the
+    input as it read it, as the reference does for the same data, and never reads freed memory."""
+    first_parts: list[tuple[int, bytes | None]] = [(0, b"a" * 300), (1, None), (2, b"c")]
+
+    class MeddlingId(uuid.UUID):
+        __slots__ = ()
+
+        @property  # type: ignore[override]
+        def int(self) -> int:
+            first_parts.clear()
+            return 7
+
+    meddling = uuid.UUID(int=7)
+    object.__setattr__(meddling, "__class__", MeddlingId)  # UUID's __init__ would set its int
+    topic_data = [(uuid.UUID(int=1), first_parts), (meddling, [(5, b"e")])]
+    expected = ProduceRequestData(version=13, transactional_id="t", acks=-1, timeout_ms=9, topic_data=[
+        (uuid.UUID(int=1), [(0, b"a" * 300), (1, None), (2, b"c")]), (uuid.UUID(int=7), [(5, b"e")])])
+    compiled = accel.PRODUCE.encode_frame(13, 3, b"\x00\x01c\x00", "t", -1, 9, topic_data)
+    assert compiled == _pure_frame(monkeypatch, expected, 3, b"\x00\x01c\x00")
+    assert first_parts == []
+
+
+@pytest.mark.parametrize("version", FLEXIBLE)
+def test_many_topics_and_partitions_take_multi_byte_counts(monkeypatch: pytest.MonkeyPatch,
+                                                           version: int) -> None:
+    topics = [(f"t{t}", uuid.UUID(int=t + 1), [(p, None if p % 7 == 0 else (b"r%d" % p, "bytes"))
+                                                for p in range(130 if t == 0 else 1)]) for t in range(130)]
+    request = _request(version, "t", -1, 1000, topics)
+    frame = accel.PRODUCE.encode_frame(version, 1, b"\x00\x01c\x00", "t", -1, 1000, request.topic_data)
+    assert frame is not None and frame == _pure_frame(monkeypatch, request, 1, b"\x00\x01c\x00")
+    answers = [(name, tid, [{"index": p, "error_code": 0, "base_offset": p, "log_append_time_ms": -1,
+                             "log_start_offset": 0, "record_errors": [], "error_message": None,
+                             "current_leader": None} for p, _ in parts]) for name, tid, parts in topics]
+    body = bytes(_reference_response(version, answers, 0, None).encode())
+    compiled = accel.PRODUCE.decode_response(body, 0, version)
+    assert compiled is not None
+    assert _normalized_ours(compiled) == _normalized_ours(_pure(monkeypatch, body, version))
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_framer_frames_produce_as_kafka_python(monkeypatch: pytest.MonkeyPatch, version: int,
+                                                   compiled: bool) -> None:
+    if not compiled:
+        monkeypatch.setattr(produce_request, "_PRODUCE", None)
+    topic: str | uuid.UUID = uuid.UUID(int=9) if version >= 13 else "orders"
+    ours = ProduceRequestData(version=version, transactional_id="txn", acks=-1, timeout_ms=30_000,
+                              topic_data=[(topic, [(0, b"records"), (3, None)])])
+    data, response_class, flexible = RequestFramer("client-é").frame(ours, 77)
+    partitions = [ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=b"records"),
+                  ProduceRequest.TopicProduceData.PartitionProduceData(index=3, records=None)]
+    key = {"topic_id": topic} if version >= 13 else {"name": topic}
+    reference = ProduceRequest(version=version, transactional_id="txn", acks=-1, timeout_ms=30_000,
+                               topic_data=[ProduceRequest.TopicProduceData(partition_data=partitions, **key)])
+    reference.with_header(correlation_id=77, client_id="client-é")
+    assert data == bytes(reference.encode(framed=True, header=True))
+    assert flexible is (version >= 9) and response_class is response_type(version)

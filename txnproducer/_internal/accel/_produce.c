@@ -35,7 +35,6 @@
 #define FIRST_FLEXIBLE 9
 #define FIRST_TOPIC_ID 13
 #define MAX_VERSION 13
-#define TOPIC_ID_CACHE_MAX 4096
 
 /* -- configuration: the Python classes the decoder builds --------------------------------------- */
 
@@ -54,7 +53,6 @@ static PyTypeObject *response_type = NULL;    /* produce_response.ProduceRespons
 static PyObject *topic_ids = NULL;            /* dict: 16 raw bytes -> uuid.UUID (shared with Python) */
 static PyObject *make_topic_id = NULL;        /* produce_response._topic_id(raw) -> uuid.UUID */
 static PyTypeObject *uuid_type = NULL;        /* uuid.UUID */
-static PyObject *id_bytes = NULL;             /* dict: uuid.UUID -> its 16 bytes (encode side) */
 static Py_ssize_t partition_offsets[P_COUNT];
 static Py_ssize_t response_offsets[R_COUNT];
 static PyObject *empty_tuple = NULL;
@@ -149,41 +147,64 @@ put_i32(char *p, int32_t v)
     return p + 4;
 }
 
-/* A topic id's 16 bytes (uuid.UUID.bytes is a Python property: cached per id object). */
-static PyObject *
-topic_id_bytes(PyObject *topic)
+/* A topic id's 16 bytes, big-endian, from its ``int`` (a slot of uuid.UUID: no Python code runs, where
+ * the ``bytes`` property and the id's hash would); -1 when it is not a 128-bit unsigned int. */
+static int
+topic_id_bytes(PyObject *topic, unsigned char out[16])
 {
-    if (id_bytes == NULL && (id_bytes = PyDict_New()) == NULL)
-        return NULL;
-    PyObject *raw = PyDict_GetItemWithError(id_bytes, topic);  /* borrowed */
-    if (raw != NULL) {
-        Py_INCREF(raw);
-        return raw;
+    PyObject *value = PyObject_GetAttrString(topic, "int");
+    if (value == NULL)
+        return -1;
+    if (!PyLong_CheckExact(value)) {
+        Py_DECREF(value);
+        return 1;
     }
-    if (PyErr_Occurred())
-        return NULL;
-    raw = PyObject_GetAttrString(topic, "bytes");
-    if (raw == NULL)
-        return NULL;
-    if (!PyBytes_CheckExact(raw) || PyBytes_GET_SIZE(raw) != 16) {
-        Py_DECREF(raw);
-        PyErr_SetString(PyExc_ValueError, "a topic id's bytes are not 16 bytes");
-        return NULL;
+    PyObject *shift = PyLong_FromLong(64);
+    PyObject *high = shift != NULL ? PyNumber_Rshift(value, shift) : NULL;
+    Py_XDECREF(shift);
+    if (high == NULL) {
+        Py_DECREF(value);
+        return -1;
     }
-    if (PyDict_GET_SIZE(id_bytes) >= TOPIC_ID_CACHE_MAX)
-        PyDict_Clear(id_bytes);
-    if (PyDict_SetItem(id_bytes, topic, raw) < 0) {
-        Py_DECREF(raw);
-        return NULL;
+    unsigned long long lo = PyLong_AsUnsignedLongLongMask(value);
+    unsigned long long hi = PyLong_AsUnsignedLongLong(high);  /* OverflowError: negative, or past 128 bits */
+    Py_DECREF(high);
+    Py_DECREF(value);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return 1;  /* not an id this encoder knows: the reference decides */
     }
-    return raw;
+    for (int i = 0; i < 8; i++) {
+        out[i] = (unsigned char)(hi >> (56 - 8 * i));
+        out[8 + i] = (unsigned char)(lo >> (56 - 8 * i));
+    }
+    return 0;
 }
 
+/* One topic of the request, its inputs frozen: Python code that runs while the plan is made (a UUID
+ * subclass's attribute, a buffer provider) cannot change what the second pass reads. */
 typedef struct {
-    PyObject *name;        /* the topic's UTF-8 name (bytes) or 16-byte id; a new reference */
-    PyObject *partitions;  /* a list or tuple of (index, records) (fast sequence; new reference) */
-    Py_ssize_t first;      /* its first partition's place in the buffers array */
+    const char *name;      /* the topic's UTF-8 name (the str's own cached encoding), or NULL */
+    Py_ssize_t name_len;
+    unsigned char id[16];  /* the topic id (v13) */
+    PyObject *partitions;  /* a tuple of (index, records) tuples (new reference) */
+    Py_ssize_t first;      /* its first partition's place in the indexes and buffers arrays */
 } TopicPlan;
+
+/* A C long from a Python int within [lo, hi], or 0 with *ok = 0 (no error left set) when it is not. */
+static long
+long_in(PyObject *obj, long lo, long hi, int *ok)
+{
+    long value = PyLong_Check(obj) ? PyLong_AsLong(obj) : 0;
+    if (!PyLong_Check(obj) || (value == -1 && PyErr_Occurred()) || value < lo || value > hi) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return value;
+}
 
 static PyObject *
 mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -192,36 +213,29 @@ mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "encode_frame takes 7 arguments");
         return NULL;
     }
-    long version = PyLong_AsLong(args[0]);
-    long correlation_id = PyLong_AsLong(args[1]);
-    PyObject *tail = args[2], *txn = args[3], *topics = args[6];
-    long acks = PyLong_AsLong(args[4]);
-    long timeout_ms = PyLong_AsLong(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (version < FIRST_FLEXIBLE || version > MAX_VERSION || !PyBytes_Check(tail) || acks < -32768
-            || acks > 32767 || correlation_id < INT32_MIN || correlation_id > INT32_MAX
-            || timeout_ms < INT32_MIN || timeout_ms > INT32_MAX)
+    int ok = 1;
+    long version = long_in(args[0], FIRST_FLEXIBLE, MAX_VERSION, &ok);
+    long correlation_id = long_in(args[1], INT32_MIN, INT32_MAX, &ok);
+    long acks = long_in(args[4], -32768, 32767, &ok);
+    long timeout_ms = long_in(args[5], INT32_MIN, INT32_MAX, &ok);
+    PyObject *tail = args[2], *txn = args[3];
+    if (!ok || !PyBytes_CheckExact(tail) || (txn != Py_None && !PyUnicode_Check(txn)))
         Py_RETURN_NONE;  /* the reference decides */
     int by_id = version >= FIRST_TOPIC_ID;
 
     const char *txn_data = NULL;
     Py_ssize_t txn_len = -1;
-    if (txn != Py_None) {
-        if (!PyUnicode_Check(txn))
-            Py_RETURN_NONE;
-        txn_data = PyUnicode_AsUTF8AndSize(txn, &txn_len);
-        if (txn_data == NULL)
-            return NULL;
-    }
-    PyObject *topic_seq = PySequence_Fast(topics, "topic_data must be a sequence");
+    if (txn != Py_None && (txn_data = PyUnicode_AsUTF8AndSize(txn, &txn_len)) == NULL)
+        return NULL;
+    PyObject *topic_seq = PySequence_Tuple(args[6]);  /* frozen (a tuple is returned as it is) */
     if (topic_seq == NULL)
         return NULL;
-    Py_ssize_t n_topics = PySequence_Fast_GET_SIZE(topic_seq);
+    Py_ssize_t n_topics = PyTuple_GET_SIZE(topic_seq);
     PyObject *result = NULL;
     TopicPlan *plans = NULL;
     Py_buffer *buffers = NULL;
-    Py_ssize_t n_buffers = 0, n_held = 0;
+    int32_t *indexes = NULL;
+    Py_ssize_t n_buffers = 0;
     int punt = 0;
 
     plans = PyMem_Calloc(n_topics ? n_topics : 1, sizeof(TopicPlan));
@@ -229,79 +243,77 @@ mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
-    /* first pass: the plans, the partition count, the size */
+    /* first pass: the plans and the partition count */
     uint64_t size = 4 + 8 + PyBytes_GET_SIZE(tail);
     size += (txn_len < 0 ? 1 : uvarint_size((uint64_t)txn_len + 1) + (uint64_t)txn_len) + 2 + 4;
     size += uvarint_size((uint64_t)n_topics + 1) + 1;  /* the topic count, the body's tags */
     for (Py_ssize_t t = 0; t < n_topics; t++) {
-        PyObject *entry = PySequence_Fast_GET_ITEM(topic_seq, t);
+        PyObject *entry = PyTuple_GET_ITEM(topic_seq, t);
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
             punt = 1;
             goto done;
         }
-        PyObject *topic = PyTuple_GET_ITEM(entry, 0);
+        PyObject *topic = PyTuple_GET_ITEM(entry, 0);  /* held by the entry, held by topic_seq */
         TopicPlan *plan = &plans[t];
         if (by_id) {
-            if (uuid_type == NULL || !PyObject_TypeCheck(topic, uuid_type)) {
+            int got = (uuid_type != NULL && PyObject_TypeCheck(topic, uuid_type)) ? topic_id_bytes(topic, plan->id)
+                                                                                  : 1;
+            if (got < 0)
+                goto done;
+            if (got > 0) {
                 punt = 1;
                 goto done;
             }
-            if ((plan->name = topic_id_bytes(topic)) == NULL)
-                goto done;
         } else {
             if (!PyUnicode_CheckExact(topic)) {
                 punt = 1;
                 goto done;
             }
-            if ((plan->name = PyUnicode_AsUTF8String(topic)) == NULL)
+            if ((plan->name = PyUnicode_AsUTF8AndSize(topic, &plan->name_len)) == NULL)
                 goto done;
         }
-        plan->partitions = PySequence_Fast(PyTuple_GET_ITEM(entry, 1), "partitions must be a sequence");
+        plan->partitions = PySequence_Tuple(PyTuple_GET_ITEM(entry, 1));
         if (plan->partitions == NULL)
             goto done;
-        Py_ssize_t name_len = PyBytes_GET_SIZE(plan->name);
-        Py_ssize_t n_parts = PySequence_Fast_GET_SIZE(plan->partitions);
-        size += (by_id ? 16 : uvarint_size((uint64_t)name_len + 1) + (uint64_t)name_len)
+        Py_ssize_t n_parts = PyTuple_GET_SIZE(plan->partitions);
+        size += (by_id ? 16 : uvarint_size((uint64_t)plan->name_len + 1) + (uint64_t)plan->name_len)
                 + uvarint_size((uint64_t)n_parts + 1) + 1;
         plan->first = n_buffers;
         n_buffers += n_parts;
     }
     buffers = PyMem_Calloc(n_buffers ? n_buffers : 1, sizeof(Py_buffer));
-    if (buffers == NULL) {
+    indexes = PyMem_Calloc(n_buffers ? n_buffers : 1, sizeof(int32_t));
+    if (buffers == NULL || indexes == NULL) {
         PyErr_NoMemory();
         goto done;
     }
+    /* second pass: each partition's index and records held (view->obj NULL: null records) */
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         PyObject *parts = plans[t].partitions;
-        Py_ssize_t n_parts = PySequence_Fast_GET_SIZE(parts);
-        for (Py_ssize_t i = 0; i < n_parts; i++) {
-            PyObject *pair = PySequence_Fast_GET_ITEM(parts, i);
-            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
-                    || !PyLong_CheckExact(PyTuple_GET_ITEM(pair, 0))) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
+            PyObject *pair = PyTuple_GET_ITEM(parts, i);
+            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
                 punt = 1;
                 goto done;
             }
-            long index = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0));
-            if (index < INT32_MIN || index > INT32_MAX) {
-                if (PyErr_Occurred())
-                    PyErr_Clear();
+            Py_ssize_t at = plans[t].first + i;
+            indexes[at] = (int32_t)long_in(PyTuple_GET_ITEM(pair, 0), INT32_MIN, INT32_MAX, &ok);
+            if (!ok) {
                 punt = 1;
                 goto done;
             }
             PyObject *records = PyTuple_GET_ITEM(pair, 1);
-            Py_buffer *view = &buffers[plans[t].first + i];
             if (records == Py_None) {
-                view->obj = NULL;
                 size += 4 + 1 + 1;
                 continue;
             }
-            if (PyObject_GetBuffer(records, view, PyBUF_SIMPLE) < 0) {
+            if (PyObject_GetBuffer(records, &buffers[at], PyBUF_SIMPLE) < 0) {
+                buffers[at].obj = NULL;
                 PyErr_Clear();
                 punt = 1;
                 goto done;
             }
-            n_held++;
-            size += 4 + uvarint_size((uint64_t)view->len + 1) + (uint64_t)view->len + 1;
+            size += 4 + uvarint_size((uint64_t)buffers[at].len + 1) + (uint64_t)buffers[at].len + 1;
         }
     }
     if (size - 4 > INT32_MAX) {
@@ -311,7 +323,7 @@ mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (result == NULL)
         goto done;
-    /* second pass: write */
+    /* third pass: write, from the plans, indexes and held buffers only */
     char *p = PyBytes_AS_STRING(result);
     p = put_i32(p, (int32_t)(size - 4));
     p = put_i16(p, PRODUCE_API_KEY);
@@ -331,17 +343,19 @@ mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     p = put_uvarint(p, (uint64_t)n_topics + 1);
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         TopicPlan *plan = &plans[t];
-        Py_ssize_t name_len = PyBytes_GET_SIZE(plan->name);
-        if (!by_id)
-            p = put_uvarint(p, (uint64_t)name_len + 1);
-        memcpy(p, PyBytes_AS_STRING(plan->name), name_len);
-        p += name_len;
-        Py_ssize_t n_parts = PySequence_Fast_GET_SIZE(plan->partitions);
+        if (by_id) {
+            memcpy(p, plan->id, 16);
+            p += 16;
+        } else {
+            p = put_uvarint(p, (uint64_t)plan->name_len + 1);
+            memcpy(p, plan->name, plan->name_len);
+            p += plan->name_len;
+        }
+        Py_ssize_t n_parts = PyTuple_GET_SIZE(plan->partitions);
         p = put_uvarint(p, (uint64_t)n_parts + 1);
         for (Py_ssize_t i = 0; i < n_parts; i++) {
-            PyObject *pair = PySequence_Fast_GET_ITEM(plan->partitions, i);
-            p = put_i32(p, (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(pair, 0)));
             Py_buffer *view = &buffers[plan->first + i];
+            p = put_i32(p, indexes[plan->first + i]);
             if (view->obj == NULL) {
                 *p++ = 0;  /* null records */
             } else {
@@ -360,18 +374,15 @@ mod_encode_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
 done:
     if (buffers != NULL) {
-        for (Py_ssize_t i = 0; i < n_buffers && n_held > 0; i++)
-            if (buffers[i].obj != NULL) {
+        for (Py_ssize_t i = 0; i < n_buffers; i++)
+            if (buffers[i].obj != NULL)
                 PyBuffer_Release(&buffers[i]);
-                n_held--;
-            }
         PyMem_Free(buffers);
     }
+    PyMem_Free(indexes);
     if (plans != NULL) {
-        for (Py_ssize_t t = 0; t < n_topics; t++) {
-            Py_XDECREF(plans[t].name);
+        for (Py_ssize_t t = 0; t < n_topics; t++)
             Py_XDECREF(plans[t].partitions);
-        }
         PyMem_Free(plans);
     }
     Py_DECREF(topic_seq);
@@ -534,17 +545,21 @@ mod_decode_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         int64_t n_parts = read_uvarint(&r) - 1;
         PyObject *parts = (n_parts >= 0 && n_parts <= (r.end - r.p) / 33) ? PyList_New(n_parts) : NULL;
-        PyObject *topic = parts != NULL ? topic_type->tp_alloc(topic_type, 3) : NULL;
+        /* tuple.__new__(TopicResponse, (name, id, parts)): the tuple subtype made as tuple makes it
+         * (hash cache and all), the fields' own references moved into it */
+        PyObject *fields = parts != NULL ? PyTuple_Pack(3, name, id, parts) : NULL;
+        PyObject *fields_arg = fields != NULL ? PyTuple_Pack(1, fields) : NULL;
+        PyObject *topic = fields_arg != NULL ? PyTuple_Type.tp_new(topic_type, fields_arg, NULL) : NULL;
+        Py_XDECREF(fields_arg);
+        Py_XDECREF(fields);
+        Py_DECREF(name);
+        Py_DECREF(id);
         if (topic == NULL) {  /* a bad count (no error set: the reference decides) or no memory */
-            Py_DECREF(name);
-            Py_DECREF(id);
             Py_XDECREF(parts);
             goto done;
         }
-        PyTuple_SET_ITEM(topic, 0, name);
-        PyTuple_SET_ITEM(topic, 1, id);
-        PyTuple_SET_ITEM(topic, 2, parts);
         PyList_SET_ITEM(topics, t, topic);
+        Py_DECREF(parts);  /* the topic holds it; filled below through this borrowed pointer */
         for (int64_t i = 0; i < n_parts; i++) {
             PyObject *part = decode_partition(&r);
             if (part == NULL)
