@@ -370,6 +370,8 @@ class Sender(threading.Thread):
         net = self._net
         acc = self._acc
         tm = self._tm
+        if not acc.has_incomplete():  # what ready_and_drain answers then, without its arguments made
+            return self._max_poll_s  # (the iteration after a commit's EndTxn answer: on the commit's path)
         # (the leaders as of now: no metadata answer is applied before this drain ends)
         leader_for, max_request_size, on_encode_error = net.leader_lookup(), self._config.max_request_size, \
             self._outcomes.fail_unencodable
