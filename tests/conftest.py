@@ -38,16 +38,23 @@ def _scope(item: pytest.Item) -> str:
     return item.nodeid.rsplit("::", 1)[0]
 
 
+def _bound_s(unit: list[pytest.Item]) -> float:
+    """The longest ``timeout`` a unit's tests declare: how long its authors expect it may take."""
+    bounds = [float(m.args[0]) for item in unit for m in item.iter_markers("timeout") if m.args]
+    return max(bounds, default=0.0)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Slow tests first, timing tests last (a stable sort: the rest keep their order); in a parallel
-    run, one slow unit per worker, then one quick unit per worker, then the other slow units.
+    run, the slow units longest-bounded first, one per worker, then a quick unit per worker, then each
+    slow unit left followed by a quick one.
 
-    Why the quick ones between: xdist hands every worker a second unit at once (and another whenever
-    its pending tests drop to two: a worker runs a test only once it knows the next), so with the
-    slow units all in front, a worker running one slow module had the next slow module queued
-    behind it while other workers were free - 150 s of the Spark source's tests started at 253 s,
-    after the restart scenario on the same worker, and ended the run alone. Behind the quick units,
-    the slow units left over go to the first worker that asks.
+    Why the quick ones between: xdist gives a worker a unit more whenever its pending tests drop to two
+    (a worker runs a test only once it knows the next, so a worker given a one-test module asks at
+    once), and the next unit waits behind the one running. With the slow units all in front, a
+    worker running one slow module took the next slow module too while other workers were free: the
+    Spark source's 150 s of tests started at 253 s, behind a Spark restart scenario on the same
+    worker, and ended the run alone. A quick unit after each slow one is what such a worker takes.
     """
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
                                  item.get_closest_marker("timing") is not None))
@@ -59,7 +66,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         units.setdefault(_scope(item), []).append(item)
     slow = [u for u in units.values() if any(i.get_closest_marker("slow") for i in u)]
     quick = [u for u in units.values() if not any(i.get_closest_marker("slow") for i in u)]
-    ordered = slow[:workers] + quick[:workers] + slow[workers:] + quick[workers:]
+    slow.sort(key=_bound_s, reverse=True)
+    ordered = slow[:workers] + quick[:workers]
+    rest = iter(quick[workers:])
+    for unit in slow[workers:]:
+        ordered += [unit, next(rest, [])]
+    ordered += list(rest)
     items[:] = [item for unit in ordered for item in unit]
 
 
