@@ -43,8 +43,9 @@ KAFKA_PYTHON_API: tuple[str, ...] = (
 #: needs a broker: ``-m spark_cluster``); tests needing a broker skip themselves without one
 WHOLE_SUITE_MARKERS = "not (spark_cluster and broker)"
 
-#: pytest-xdist: the tests mostly wait on sockets and subprocesses, so more workers than CPUs pay (the Makefile runs 6 on 2 CPUs); a
-#: module's tests share a worker, and the slow modules start first (tests/conftest.py)
+#: pytest-xdist: the tests mostly wait on sockets and subprocesses, so more workers than CPUs pay (the
+#: Makefile runs 6 on 2 CPUs); a module's tests share a worker, and the slow modules start first
+#: (tests/conftest.py)
 PARALLEL: tuple[str, ...] = ("--dist", "loadscope", "--no-loadscope-reorder")
 
 if __name__ == "__main__":
