@@ -813,3 +813,24 @@ def test_try_new_batch_leaves_every_other_case_to_append_and_changes_nothing() -
     acc2.close()
     before = _state(acc2)
     assert acc2.try_new_batch(TP1, 1, None, b"x") is None and _state(acc2) == before
+
+
+def test_a_flush_waits_for_acknowledged_batches_until_their_futures_complete() -> None:
+    """Between the two halves of a Produce answer's completion (the Sender sends a committing
+    transaction's EndTxn in between) the batches are final but their futures are not done: a flush
+    that starts then still waits for them, so a record's future is done when flush() returns."""
+    acc, _, _ = make()
+    future, _ = append(acc)
+    batch = acc.drain(leader, {1})[1][0]
+    outcome = [(batch, 0, -1)]
+    acc.finalize_all(outcome)
+    assert not acc.has_incomplete()  # the transaction may end
+    assert acc.incomplete_batches() == [batch]
+    acc.begin_flush()
+    with pytest.raises(errors.TimeoutError):
+        acc.await_flush_completion(0.05)
+    assert not future.done()
+    acc.finish_all(outcome)
+    assert future.done() and acc.incomplete_batches() == []
+    acc.begin_flush()
+    acc.await_flush_completion(0)

@@ -133,8 +133,7 @@ class ProduceOutcomes:
         self._acc.finalize_all(appended)
         if before_futures is not None:
             before_futures()
-        for batch, base_offset, log_append_time in appended:
-            batch.finish(base_offset, log_append_time, None)
+        self._acc.finish_all(appended)
 
     def retry_or_fail(self, batch: ProducerBatch, code: int, message: str | None,
                       record_errors: Any, log_start_offset: int | None = None,

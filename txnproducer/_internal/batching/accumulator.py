@@ -155,6 +155,8 @@ class RecordAccumulator:
         self._outstanding: dict[TopicPartition, list[ProducerBatch]] = {}
         # insertion order == creation order, so the oldest batch is always first (expiry is O(1))
         self._incomplete: dict[ProducerBatch, None] = {}
+        # final (finalize_all) but their futures not yet completed (finish_all): a flush waits for them
+        self._finishing: dict[ProducerBatch, None] = {}
         self._used = 0
         # per partition: what its last batch needed (a reservation step), the next one's start
         # (kept as long as the partition's queue: the accumulator never forgets a partition)
@@ -431,8 +433,10 @@ class RecordAccumulator:
             self.end_flush()
 
     def incomplete_batches(self) -> list[ProducerBatch]:
+        """The batches not final, and those final whose futures are not completed yet (a flush waits
+        for both)."""
         with self._mutex:
-            return list(self._incomplete)
+            return [*self._incomplete, *self._finishing]
 
     def end_flush(self) -> None:
         with self._mutex:
@@ -752,18 +756,30 @@ class RecordAccumulator:
         """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``: one lock for
         all, then their futures in the answer's order."""
         self.finalize_all(outcomes)
-        for batch, base_offset, log_append_time in outcomes:
-            batch.finish(base_offset, log_append_time, None)
+        self.finish_all(outcomes)
 
     def finalize_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
-        """``complete_all`` without the futures, which the caller completes after (``batch.finish``):
-        the batches are no longer incomplete and their memory is back, under one lock."""
+        """``complete_all``'s first half: the batches are no longer incomplete (the transaction
+        manager may end the transaction) and their memory is back, under one lock; a flush still
+        waits for them until :meth:`finish_all` completed their futures."""
         with self._mutex:
             returned = False
+            finishing = self._finishing
             for batch, _, _ in outcomes:
                 returned = self._finalize(batch, notify=False) or returned
+                finishing[batch] = None
             if returned:
                 self._memory_returned()
+
+    def finish_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
+        """``complete_all``'s second half: the futures, in the answer's order (no lock held: their
+        callbacks run)."""
+        for batch, base_offset, log_append_time in outcomes:
+            batch.finish(base_offset, log_append_time, None)
+        with self._mutex:
+            finishing = self._finishing
+            for batch, _, _ in outcomes:
+                finishing.pop(batch, None)
 
     def fail(self, batch: ProducerBatch, exception: BaseException,
              record_errors: dict[int, BaseException] | None = None) -> bool:
