@@ -160,7 +160,7 @@ class TracedSend:
         if exc is not None:
             _fail(span, exc)
         else:
-            span.end()
+            span.end(end_time=getattr(batch, "acknowledged_ns", None))  # the acknowledgement's time
 
     @guarded
     def _track(self, future: RecordFuture, txn: Txn, topic: str) -> None:
@@ -203,7 +203,8 @@ class TracedSend:
             return
         if batch.base_offset >= 0:
             span.set_attribute(names.MESSAGING_KAFKA_OFFSET, int(batch.base_offset))
-        span.end()
+        # at the acknowledgement: the futures (and this callback) may run after the EndTxn went out
+        span.end(end_time=getattr(batch, "acknowledged_ns", None))
 
     @guarded
     def batch_retry(self, batch: ProducerBatch, error_code: int) -> None:

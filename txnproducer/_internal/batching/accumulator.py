@@ -762,12 +762,14 @@ class RecordAccumulator:
         """``complete_all``'s first half: the batches are no longer incomplete (the transaction
         manager may end the transaction) and their memory is back, under one lock; a flush still
         waits for them until :meth:`finish_all` completed their futures."""
+        now_ns = _time_ns()
         with self._mutex:
             returned = False
             finishing = self._finishing
             for batch, _, _ in outcomes:
                 returned = self._finalize(batch, notify=False) or returned
                 finishing[batch] = None
+                batch.acknowledged_ns = now_ns
             if returned:
                 self._memory_returned()
 

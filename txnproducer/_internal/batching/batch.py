@@ -148,12 +148,18 @@ class ProducerBatch:
     """Records for one partition that are sent (and retried) as one magic-v2 batch."""
 
     __slots__ = (
-        "_done_event", "attempts", "base_offset", "base_sequence", "buffer", "builder", "callback_futures",
+        # acknowledged_ns: when the broker's answer was read (time.time_ns(), set by the accumulator's
+        # finalize_all, unset before): the futures may complete a little later, after a committing
+        # transaction's EndTxn went out, and the batch's span still ends at the acknowledgement
+        "_done_event", "acknowledged_ns", "attempts", "base_offset", "base_sequence", "buffer", "builder",
+        "callback_futures",
         "created", "done_callbacks", "drained_at", "exception", "final_state", "full",
         "in_flight", "log_append_time", "max_wait_s", "parent", "parts_pending", "producer_epoch",
         "producer_id", "record_count", "record_errors", "reserved", "retry_at", "sent_to",
         "sequence_reset", "split_into", "tp",
     )
+
+    acknowledged_ns: int  # unset until the accumulator's finalize_all (see __slots__)
 
     def __init__(self, tp: TopicPartition, builder: BatchBuilder, now: float,
                  max_wait_s: float) -> None:
