@@ -32,7 +32,8 @@ $(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
 # rebuilds it when its source changes. A failed compile installs pure Python (setup.py), which
 # `make test` refuses (TXNPRODUCER_REQUIRE_ACCEL), so a broken build cannot pass as compiled.
 $(VENV)/.accel-built: txnproducer/_internal/accel/_speedups.c txnproducer/_internal/accel/_decode.c \
-		txnproducer/_internal/accel/_produce.c txnproducer/_internal/accel/crc32c.h setup.py | $(VENV)/.dev-installed
+		txnproducer/_internal/accel/_produce.c txnproducer/_internal/accel/crc32c.h \
+		txnproducer/_internal/accel/slots.h setup.py | $(VENV)/.dev-installed
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 

@@ -22,7 +22,7 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
     ext_modules.append(Extension(
         "txnproducer._internal.accel._speedups",
         sources=["txnproducer/_internal/accel/_speedups.c"],
-        depends=["txnproducer/_internal/accel/crc32c.h"],
+        depends=["txnproducer/_internal/accel/crc32c.h", "txnproducer/_internal/accel/slots.h"],
         extra_compile_args=flags,
         optional=True,  # no compiler: install the pure-Python package all the same
     ))
@@ -38,6 +38,7 @@ if os.environ.get("TXNPRODUCER_NO_EXTENSION", "") in ("", "0"):
     ext_modules.append(Extension(
         "txnproducer._internal.accel._produce",
         sources=["txnproducer/_internal/accel/_produce.c"],
+        depends=["txnproducer/_internal/accel/slots.h"],
         extra_compile_args=flags,
         optional=True,
     ))

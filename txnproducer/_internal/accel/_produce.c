@@ -27,9 +27,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "slots.h"
 
 #define PRODUCE_API_KEY 0
 #define FIRST_FLEXIBLE 9
@@ -57,23 +58,6 @@ static Py_ssize_t partition_offsets[P_COUNT];
 static Py_ssize_t response_offsets[R_COUNT];
 static PyObject *empty_tuple = NULL;
 
-/* The offset of a slot (a T_OBJECT_EX member of a __slots__ class) in its instances, or -1. */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);  /* borrowed */
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-    if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", type->tp_name, name);
-        return -1;
-    }
-    return member->offset;
-}
-
 static PyObject *
 mod_configure(PyObject *self, PyObject *args)
 {
@@ -89,10 +73,12 @@ mod_configure(PyObject *self, PyObject *args)
     Py_ssize_t poffs[P_COUNT], roffs[R_COUNT];
     for (int i = 0; i < P_COUNT; i++)
         if ((poffs[i] = slot_offset(ptype, partition_slots[i])) < 0)
-            return NULL;
+            return PyErr_Format(PyExc_TypeError, "%s.%s is not a writable __slots__ member", ptype->tp_name,
+                                partition_slots[i]);
     for (int i = 0; i < R_COUNT; i++)
         if ((roffs[i] = slot_offset(rtype, response_slots[i])) < 0)
-            return NULL;
+            return PyErr_Format(PyExc_TypeError, "%s.%s is not a writable __slots__ member", rtype->tp_name,
+                                response_slots[i]);
     memcpy(partition_offsets, poffs, sizeof(poffs));
     memcpy(response_offsets, roffs, sizeof(roffs));
     Py_INCREF(ptype); Py_XSETREF(partition_type, ptype);
@@ -425,13 +411,6 @@ read_be(const unsigned char *p, int n)
     return (int64_t)v;
 }
 
-static inline void
-set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value)  /* steals value */
-{
-    PyObject **slot = (PyObject **)((char *)obj + offset);
-    Py_XSETREF(*slot, value);
-}
-
 /* One partition's answer of the common shape, or NULL: with no error set, "not the common shape". */
 static PyObject *
 decode_partition(Reader *r)
@@ -457,18 +436,18 @@ decode_partition(Reader *r)
         if (values[i] == NULL)
             failed = 1;
         else
-            set_slot(obj, partition_offsets[i], values[i]);
+            slot_set(obj, partition_offsets[i], values[i]);
     }
     if (failed) {
         Py_DECREF(obj);
         return NULL;
     }
     Py_INCREF(empty_tuple);
-    set_slot(obj, partition_offsets[P_RECORD_ERRORS], empty_tuple);
+    slot_set(obj, partition_offsets[P_RECORD_ERRORS], empty_tuple);
     Py_INCREF(Py_None);
-    set_slot(obj, partition_offsets[P_ERROR_MESSAGE], Py_None);
+    slot_set(obj, partition_offsets[P_ERROR_MESSAGE], Py_None);
     Py_INCREF(Py_None);
-    set_slot(obj, partition_offsets[P_CURRENT_LEADER], Py_None);
+    slot_set(obj, partition_offsets[P_CURRENT_LEADER], Py_None);
     r->p += 33;
     return obj;
 }
@@ -580,11 +559,11 @@ mod_decode_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(version_obj);
         goto done;
     }
-    set_slot(result, response_offsets[R_VERSION], version_obj);
-    set_slot(result, response_offsets[R_THROTTLE], throttle);
+    slot_set(result, response_offsets[R_VERSION], version_obj);
+    slot_set(result, response_offsets[R_THROTTLE], throttle);
     Py_INCREF(empty_tuple);
-    set_slot(result, response_offsets[R_ENDPOINTS], empty_tuple);
-    set_slot(result, response_offsets[R_RESPONSES], topics);
+    slot_set(result, response_offsets[R_ENDPOINTS], empty_tuple);
+    slot_set(result, response_offsets[R_RESPONSES], topics);
     topics = NULL;
 done:
     /* a partly built list holds NULL items: PyList's dealloc skips them (Py_XDECREF) */

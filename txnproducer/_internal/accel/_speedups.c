@@ -44,11 +44,8 @@
 #include <string.h>
 #include <time.h>
 
-#if PY_VERSION_HEX >= 0x030C0000
-#define SLOT_OBJECT_EX Py_T_OBJECT_EX
-#else
-#define SLOT_OBJECT_EX T_OBJECT_EX
-#endif
+#include "slots.h"
+
 
 /* ---------------------------------------------------------------- CRC-32C (Castagnoli) */
 
@@ -164,37 +161,6 @@ now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 #endif
-
-/* __slots__ access: the member descriptor's offset, or -1 when ``name`` is not a plain object
- * slot of ``type`` (then callers use attribute access). */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (descr == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-        if (def->type == SLOT_OBJECT_EX && !(def->flags & READONLY))
-            offset = def->offset;
-    }
-    Py_DECREF(descr);
-    return offset;
-}
-
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
-
-/* Store ``value`` (a new reference, stolen) into a slot. */
-static inline void
-slot_set(PyObject *obj, Py_ssize_t off, PyObject *value)
-{
-    PyObject *old = SLOT(obj, off);
-    SLOT(obj, off) = value;
-    Py_XDECREF(old);
-}
 
 /* ---------------------------------------------------------------- module state */
 
