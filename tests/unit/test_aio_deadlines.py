@@ -33,6 +33,14 @@ def _run(coro: Any, loop: asyncio.AbstractEventLoop | None = None) -> Any:
         loop.close()
 
 
+async def _long_wait() -> tuple[asyncio.Future[bool], asyncio.Future[bool]]:
+    """A wait of 30 s in a task of its own, begun (its deadline watched): its future and the task."""
+    fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(wait_signal(fut, time.monotonic() + 30))
+    await asyncio.sleep(0)
+    return fut, task
+
+
 def test_waits_that_end_early_share_one_timer() -> None:
     loop = _CountingLoop()
 
@@ -52,9 +60,7 @@ def test_waits_that_end_early_share_one_timer() -> None:
 def test_an_earlier_wait_moves_the_timer_and_ends_alone() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        late_fut = loop.create_future()
-        late = asyncio.ensure_future(wait_signal(late_fut, time.monotonic() + 30))
-        await asyncio.sleep(0)  # the late wait armed the timer first
+        late_fut, late = await _long_wait()  # it armed the timer first
         early_deadline = time.monotonic() + 0.05
         assert await wait_signal(loop.create_future(), early_deadline) is False
         assert time.monotonic() >= early_deadline
@@ -85,10 +91,8 @@ def test_each_wait_ends_no_sooner_than_its_own_deadline() -> None:
 def test_a_wait_completed_before_a_due_one_keeps_its_result() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        waiting = asyncio.ensure_future(wait_signal(fut, time.monotonic() + 30))
+        fut, waiting = await _long_wait()
         due = asyncio.ensure_future(wait_signal(loop.create_future(), time.monotonic() + 0.02))
-        await asyncio.sleep(0)
         fut.set_result(True)
         assert await waiting is True
         assert await due is False
@@ -100,9 +104,7 @@ def test_a_wait_completed_before_a_due_one_keeps_its_result() -> None:
 def test_a_cancelled_wait_leaves_no_deadline() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        task = asyncio.ensure_future(wait_signal(fut, time.monotonic() + 30))
-        await asyncio.sleep(0)
+        fut, task = await _long_wait()
         assert deadlines(loop).pending() == 1
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
