@@ -563,7 +563,8 @@ def _complete(acc: RecordAccumulator, batch: Any, how: str) -> None:
     if how == "alone":
         acc.complete(batch, 0, -1)
     else:
-        acc.complete_all([(batch, 0, -1)])
+        acc.finalize_all([(batch, 0, -1)])
+        acc.finish_all([(batch, 0, -1)])
 
 
 @pytest.mark.parametrize("how", ["alone", "answer"])

@@ -752,16 +752,11 @@ class RecordAccumulator:
             self._finalize(batch)
         return batch.finish(base_offset, log_append_time, None)
 
-    def complete_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
-        """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``: one lock for
-        all, then their futures in the answer's order."""
-        self.finalize_all(outcomes)
-        self.finish_all(outcomes)
-
     def finalize_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
-        """``complete_all``'s first half: the batches are no longer incomplete (the transaction
-        manager may end the transaction) and their memory is back, under one lock; a flush still
-        waits for them until :meth:`finish_all` completed their futures."""
+        """``complete`` for a Produce answer's ``(batch, base_offset, log_append_time)``, its first half:
+        the batches are no longer incomplete (the transaction manager may end the transaction) and
+        their memory is back, under one lock; a flush still waits for them until :meth:`finish_all`
+        completed their futures (the Sender may send an EndTxn in between)."""
         now_ns = _time_ns()
         with self._mutex:
             returned = False
@@ -774,7 +769,7 @@ class RecordAccumulator:
                 self._memory_returned()
 
     def finish_all(self, outcomes: Sequence[tuple[ProducerBatch, int, int | None]]) -> None:
-        """``complete_all``'s second half: the futures, in the answer's order (no lock held: their
+        """:meth:`finalize_all`'s second half: the futures, in the answer's order (no lock held: their
         callbacks run)."""
         for batch, base_offset, log_append_time in outcomes:
             batch.finish(base_offset, log_append_time, None)
