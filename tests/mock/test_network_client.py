@@ -78,6 +78,28 @@ def test_metadata_is_refreshed_every_metadata_max_age_ms(mock_cluster: MockClust
     assert time.monotonic() - started >= 0.55
 
 
+def test_a_topic_asked_for_while_a_refresh_is_on_its_way_is_fetched_after_it(
+        mock_cluster: MockCluster, networks: Callable[..., NetworkClient]) -> None:
+    """The answer to a request made before a topic was asked for does not end that topic's refresh
+    (Java's request version): the next request goes at once, not a ``metadata_max_age_ms`` later -
+    a ``send()`` to the topic would otherwise wait that long and time out (seen on a loaded machine)."""
+    mock_cluster.create_topic("early", partitions=1)
+    mock_cluster.create_topic("late", partitions=2)
+    net = networks()  # metadata_max_age_ms: 5 minutes
+    for node in mock_cluster.broker_ids:
+        ready(net, node)  # connected everywhere: the next request in flight is the refresh
+    pump(net, lambda: net.in_flight_count() == 0)
+    mock_cluster.delay_responses("Metadata", 300)
+    since = mock_cluster.requests.next_seq()
+    net.request_topic("early")
+    pump(net, lambda: net.in_flight_count() > 0)  # the refresh naming only "early" is on its way
+    net.request_topic("late")
+    pump(net, lambda: net.partitions_for("late") is not None, timeout=3)
+    assert net.partitions_for("late") == [0, 1] and net.partitions_for("early") == [0]
+    asked = [e for e in mock_cluster.request_log[since:] if e.api == "Metadata"]
+    assert [e.fields["topics"] for e in asked] == [["early"], ["early", "late"]]
+
+
 def test_an_idle_connection_is_closed_and_the_next_request_reconnects(
         mock_cluster: MockCluster, networks: Callable[..., NetworkClient]) -> None:
     net = networks(connections_max_idle_ms=300, metadata_max_age_ms=600_000)

@@ -166,11 +166,16 @@ class ClusterMetadata:
 
     def update(self, brokers: Iterable[BrokerAddress], topics: Iterable[TopicMetadata], *,
                cluster_id: str | None, epochs_reliable: bool, retry: Iterable[str] = (),
-               unauthorized: Iterable[str] = (), has_topic_ids: bool = True) -> None:
+               unauthorized: Iterable[str] = (), has_topic_ids: bool = True,
+               asked_for: frozenset[str] | None = None) -> None:
         """Adopt an answer. ``retry``: topics whose error is retriable (another refresh is requested);
         ``epochs_reliable``: False for answers before v9, whose leader epochs may be stale (KAFKA-9212:
         caching them would loop on FENCED_LEADER_EPOCH); ``has_topic_ids``: False before v10, which
-        carries no ids (known ones are kept, not wiped, during a rolling downgrade)."""
+        carries no ids (known ones are kept, not wiped, during a rolling downgrade); ``asked_for``: the
+        topics the answered request named (:attr:`topics` when it was built). A topic added since then
+        is not in this answer: its refresh is still due, at once (the Java client's request version;
+        without it a ``send()`` to a new topic made while another refresh was on its way waited for
+        the next one, ``metadata_max_age_ms`` later, and timed out after ``max_block_ms``)."""
         new_brokers = {b.node_id: b for b in brokers}
         leaders: dict[str, dict[int, PartitionLeader]] = {}
         ids: dict[str, uuid.UUID] = {}
@@ -197,6 +202,9 @@ class ClusterMetadata:
         self.need_update = bool(set(retry))
         now = time.monotonic()
         self._last_attempt = self._last_success = now
+        if asked_for is not None and asked_for != self.topics:  # asked for more since: not a retry
+            self.need_update = True
+            self._last_attempt = float("-inf")
         self.bootstrapped = True
         for listener in self._listeners:
             listener(self)

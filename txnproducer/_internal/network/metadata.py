@@ -54,8 +54,9 @@ def build_request(topics: frozenset[str], broker_max: int | None) -> Any:
     return MetadataRequest(version=version, **fields)
 
 
-def read_response(cluster: ClusterMetadata, response: Any) -> bool:
-    """Adopt ``response`` into ``cluster``; False when it named no broker (a failed refresh)."""
+def read_response(cluster: ClusterMetadata, response: Any, asked_for: frozenset[str] | None = None) -> bool:
+    """Adopt ``response`` into ``cluster``; False when it named no broker (a failed refresh).
+    ``asked_for``: the topics the request named (see :meth:`ClusterMetadata.update`)."""
     if not response.brokers:
         cluster.failed_update()
         return False
@@ -78,5 +79,5 @@ def read_response(cluster: ClusterMetadata, response: Any) -> bool:
         topics.append(TopicMetadata(topic.name, code, topic_id, partitions))
     cluster.update(brokers, topics, cluster_id=getattr(response, "cluster_id", None),
                    epochs_reliable=version >= _EPOCHS_FROM, retry=retry, unauthorized=unauthorized,
-                   has_topic_ids=version >= _TOPIC_IDS_FROM)
+                   has_topic_ids=version >= _TOPIC_IDS_FROM, asked_for=asked_for)
     return True

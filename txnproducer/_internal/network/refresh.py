@@ -103,14 +103,15 @@ class MetadataRefresh:
         """Ask ``node`` for metadata now and adopt its answer."""
         cluster = self._cluster
         cluster.attempted(now)
-        request = metadata.build_request(cluster.topics, self._net.max_version(node, metadata.METADATA_KEY))
+        asked_for = cluster.topics  # replaced, never changed, when a topic is added
+        request = metadata.build_request(asked_for, self._net.max_version(node, metadata.METADATA_KEY))
         future = self._net.send_anywhere(node, request)  # a silent broker's is asked elsewhere
         self._metadata_in_flight = future
 
         def answered(response: Any) -> None:
             if self._metadata_in_flight is future:
                 self._metadata_in_flight = None
-            if not metadata.read_response(cluster, response):
+            if not metadata.read_response(cluster, response, asked_for):
                 self._log.debug("txn.metadata_without_brokers", node=node)
             self.last_error = None
 
