@@ -276,6 +276,33 @@ def test_committed_offsets_wait_for_an_open_transaction_to_end(cluster: MockClus
         member.close(5)
 
 
+def test_a_fetch_that_times_out_names_the_last_answer_not_the_retry_on_its_way(cluster: MockCluster) -> None:
+    """The deadline falls while a retry is unanswered: the error still says why it was retried (a loaded
+    machine's coordinator is slow to answer; "no answer" alone would hide the pending transaction)."""
+    member = make_member(cluster, "offsets-late", "a", NoHooks())
+    producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="off-late")
+    try:
+        member.subscribe([TOPIC])
+        poll_until(member, "the member owns every partition", lambda: len(member.assignment()) == PARTITIONS)
+        producer.init_transactions()
+        tp0 = TopicPartition(TOPIC, 0)
+        cluster.hold_markers("off-late")
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({tp0: 5}, member.group_metadata())
+        producer.commit_transaction(timeout=5)
+
+        since = cluster.request_log[-1].seq + 1
+        # the first OffsetFetch answered at once (UNSTABLE_OFFSET_COMMIT), its retry 5 s late
+        cluster.delay_responses("OffsetFetch", [0, 5_000])
+        with pytest.raises(TimeoutError, match=r"UNSTABLE_OFFSET_COMMIT.*not answered in time"):
+            member.fetch_committed([tp0], timeout=1.5)
+        answered = [e for e in cluster.request_log if e.seq >= since and e.api == "OffsetFetch"]
+        assert [e.error_codes for e in answered] == [(88,)]  # one answer; the retry was still held
+    finally:
+        producer.close(timeout=5)
+        member.close(5)
+
+
 def test_group_metadata_fences_a_zombies_transactional_offsets(cluster: MockCluster) -> None:
     """KIP-447 through a TransactionalProducer: offsets sent with the metadata of a generation the
     group has left are refused (CommitFailedError: abort, reprocess), current ones are committed."""

@@ -416,11 +416,18 @@ class MockCluster(BrokerFaults, PartitionFaults):
         self.faults.add(ERROR, api_messages.api_key_of(api), broker_id, n, payloads)
 
     def delay_responses(
-        self, api: int | str, delay_ms: int, count: int = 1, broker_id: int | None = None
+        self, api: int | str, delay_ms: int | Sequence[int], count: int | None = None,
+        broker_id: int | None = None,
     ) -> None:
         """Hold the responses of the next ``count`` requests of ``api`` for ``delay_ms`` (handled at once,
-        answered late: later requests on the same connection queue behind, as on a slow broker)."""
-        self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, count, [delay_ms])
+        answered late: later requests on the same connection queue behind, as on a slow broker). A list
+        of delays holds successive requests for successive times - ``[0, 3000]``: the next answered at
+        once, the one after it 3 s late (``count`` defaults to its length; otherwise to 1)."""
+        delays = [delay_ms] if isinstance(delay_ms, int) else list(delay_ms)
+        if not delays:
+            raise ValueError("at least one delay is needed")
+        n = count if count is not None else len(delays)
+        self.faults.add(DELAY, api_messages.api_key_of(api), broker_id, n, delays)
 
     def set_broker_api_versions(self, broker_id: int,
                                 versions: Mapping[int | str, tuple[int, int]] | None) -> None:

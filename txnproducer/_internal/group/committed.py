@@ -90,7 +90,9 @@ class CommittedOffsets:
                 self._pending = (wanted, pending)
                 self._io.call_soon(lambda p=pending: self._send(wanted, p))  # type: ignore[misc]
             if not waits.wait_for(lambda p=pending: p.done, deadline):  # type: ignore[misc]
-                raise self._timeout(timeout, "no answer from the coordinator")
+                # an earlier attempt's answer says more than the one still on its way
+                raise self._timeout(timeout, "no answer from the coordinator" if retry is None else
+                                    f"{retry.why} (the attempt after it was not answered in time)")
             self._pending = None
             outcome = pending.outcome
             if outcome is not None and outcome.offsets is not None:
