@@ -168,7 +168,7 @@ class TransactionalProducer:
                 self._sticky.current_by_topic, config.batch_size, self._tps, self._acc.appender,
                 NO_HEADERS_ENCODED, RECORD_OVERHEAD, self._plain_keys, self._plain_values,
                 self._partitioner is None, StickyPartition, self._net.partition_cache, self._added,
-                _PYTHON_SEND, self._acc.try_new_batch)
+                _PYTHON_SEND, self._acc.start_batch)
             # Its state is pushed to it, not read per record: the TM's transitions (none can happen
             # before the Sender starts), a Sender crash, close().
             self._tm.in_transaction_listener = fast.set_in_transaction

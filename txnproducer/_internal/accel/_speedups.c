@@ -8,14 +8,17 @@
  * does not handle (serializers, headers, a custom partitioner without an explicit partition, a
  * partition's first record, a full batch, memory waits, errors) is left to them by returning None
  * before anything changed. A record that starts a batch (each transaction's first record of a
- * partition) is the one case it hands to Python part-way: RecordAccumulator.try_new_batch starts
- * the batch (the accumulator's accounting stays in one place), the rest of send() stays here.
+ * partition) is started by Appender.start, a copy of RecordAccumulator.try_new_batch (the
+ * accumulator's accounting: memory, the incomplete batches, the Sender's wake-up rule), or by
+ * try_new_batch itself where start() is off (configure_start).
  *
  * What is here, and the Python it mirrors:
  *   crc32c()            kafka.record.util.calc_crc32c (SSE4.2 instruction when the CPU has it)
  *   murmur2()           kafka.partitioner.default.murmur2
  *   BatchEncoder        protocol/record_batch.py BatchEncoder (same bytes; tests compare)
- *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case
+ *   Appender            batching/accumulator.py RecordAccumulator.append, the open-batch case;
+ *                       its start(): try_new_batch with _start_capacity and _start_batch, and
+ *                       ProducerBatch.__init__ (batching/batch.py)
  *   SendPath            producer.py TransactionalProducer.send, the common case
  *
  * Why one file of ~1,800 lines (the project keeps Python modules under 600): one extension module
@@ -165,10 +168,12 @@ now_ms(void)
 /* ---------------------------------------------------------------- module state */
 
 static PyObject *compress_fn = NULL;  /* record_batch._compress(codec, data, gzip_level) */
+static PyObject *small_zero, *small_one, *small_minus1;  /* 0, 1 and -1, made once */
 
 /* interned attribute names */
 static PyObject *s_add_partition, *s_choose, *s_wakeup,
-    *s_acquire, *s_release, *s_append;
+    *s_acquire, *s_release, *s_append,
+    *s_memory_waiters, *s_used, *s_buffer_memory, *s_incomplete, *s_sender_looks_by;
 
 /* ---------------------------------------------------------------- BatchEncoder */
 
@@ -199,6 +204,9 @@ typedef struct {
 
 static PyTypeObject EncoderType;
 
+static PyObject *encoder_make(PyTypeObject *type, int codec, int transactional, Py_ssize_t batch_size,
+                              long long pid, long long epoch, long long seq, int gzip_level);
+
 /* BatchEncoder(compression_type, is_transactional, batch_size, producer_id=-1, producer_epoch=-1,
  * base_sequence=-1, gzip_level=-1): complete once made (see the top of the file). */
 static PyObject *
@@ -212,6 +220,15 @@ encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "ipn|LLLi:BatchEncoder", kwlist, &codec, &transactional,
                                      &batch_size, &pid, &epoch, &seq, &gzip_level))
         return NULL;
+    return encoder_make(type, codec, transactional, batch_size, pid, epoch, seq, gzip_level);
+}
+
+/* A new encoder (what BatchEncoder(...) makes, without parsing arguments: the compiled start of a
+ * batch makes one per batch). */
+static PyObject *
+encoder_make(PyTypeObject *type, int codec, int transactional, Py_ssize_t batch_size, long long pid,
+             long long epoch, long long seq, int gzip_level)
+{
     /* a batch is usually filled to batch_size: start there (bounded), double when needed */
     Py_ssize_t cap = batch_size < 256 ? 256 : batch_size > (1 << 20) ? (1 << 20) : batch_size;
     cap += HEADER_SIZE;
@@ -685,6 +702,18 @@ typedef struct {
     int64_t last_ts;
     PyObject *last_ts_obj;
     Layout layout;
+    /* start(): RecordAccumulator.try_new_batch, compiled; set up by configure_start() */
+    int can_start;
+    PyObject *start_reservation;  /* acc._start_reservation: tp -> int (the accumulator never replaces it) */
+    PyObject *clock;              /* acc._clock: a new batch's ``created`` */
+    PyObject *max_wait;           /* acc._max_wait_s (a float) */
+    PyObject *zero_float;         /* 0.0: every new batch's retry_at and drained_at (floats are immutable) */
+    PyObject *deque_type;         /* collections.deque: a partition's first queue */
+    PyObject *no_headers;         /* NO_HEADERS_ENCODED */
+    double linger_s;
+    Py_ssize_t record_overhead, batch_header, max_record_total, first_reservation;
+    int codec, gzip_level;
+    Py_ssize_t b_slots[29];       /* ProducerBatch's slots, in BATCH_SLOTS' order */
 } AppenderObject;
 
 static PyTypeObject AppenderType;
@@ -807,6 +836,10 @@ appender_traverse(AppenderObject *self, visitproc visit, void *arg)
     Py_VISIT(self->last_dq);
     Py_VISIT(self->layout.batch_type);
     Py_VISIT(self->layout.future_type);
+    Py_VISIT(self->start_reservation);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->max_wait);
+    Py_VISIT(self->deque_type);
     return 0;
 }
 
@@ -821,6 +854,13 @@ appender_clear(AppenderObject *self)
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
     Py_CLEAR(self->mutex);
+    Py_CLEAR(self->start_reservation);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->max_wait);
+    Py_CLEAR(self->zero_float);
+    Py_CLEAR(self->deque_type);
+    Py_CLEAR(self->no_headers);
+    self->can_start = 0;
     return 0;
 }
 
@@ -1003,6 +1043,384 @@ appender_call(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
     return pair;
 }
 
+/* ---- start(): a record that finds no open batch starts one (RecordAccumulator.try_new_batch) */
+
+/* ProducerBatch's slots and the value its __init__ gives each in a new batch (batching/batch.py);
+ * START_SET: filled from the arguments below. configure_start() turns the compiled start off unless
+ * the class has exactly these slots (tests/unit/test_accumulator_compiled_start.py compares a batch
+ * made here with one made by __init__, slot by slot). */
+enum { START_NONE, START_FALSE, START_ZERO, START_MINUS1, START_ZERO_F, START_LIST, START_UNSET, START_SET };
+static const struct { const char *name; int value; } BATCH_SLOTS[29] = {
+    {"_done_event", START_NONE}, {"acknowledged_ns", START_UNSET}, {"attempts", START_ZERO},
+    {"base_offset", START_MINUS1}, {"base_sequence", START_MINUS1}, {"buffer", START_NONE},
+    {"builder", START_SET}, {"callback_futures", START_LIST}, {"created", START_SET},
+    {"done_callbacks", START_NONE}, {"drained_at", START_ZERO_F}, {"exception", START_NONE},
+    {"final_state", START_NONE}, {"full", START_FALSE}, {"in_flight", START_FALSE},
+    {"log_append_time", START_NONE}, {"max_wait_s", START_SET}, {"parent", START_NONE},
+    {"parts_pending", START_ZERO}, {"producer_epoch", START_MINUS1}, {"producer_id", START_MINUS1},
+    {"record_count", START_SET}, {"record_errors", START_NONE}, {"reserved", START_SET},
+    {"retry_at", START_ZERO_F}, {"sent_to", START_NONE}, {"sequence_reset", START_FALSE},
+    {"split_into", START_NONE}, {"tp", START_SET},
+};
+#define N_BATCH_SLOTS ((int)(sizeof(BATCH_SLOTS) / sizeof(BATCH_SLOTS[0])))
+enum { B_BUILDER = 6, B_CREATED = 8, B_MAX_WAIT = 16, B_RECORD_COUNT = 21, B_RESERVED = 23, B_TP = 28 };
+
+/* configure_start(start_reservation, clock, max_wait_s, linger_s, record_overhead, batch_header_size,
+ * max_record_total, first_reservation, codec, gzip_level, no_headers, deque_type, encoder) -> bool:
+ * whether start() runs here (the accumulator's encoder is this module's BatchEncoder and ProducerBatch
+ * has exactly the slots above); False leaves every start to try_new_batch. */
+static PyObject *
+appender_configure_start(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "configure_start() takes 13 arguments");
+        return NULL;
+    }
+    Py_ssize_t ints[4];
+    for (int i = 0; i < 4; i++) {
+        ints[i] = PyLong_AsSsize_t(args[4 + i]);
+        if (ints[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    long codec = PyLong_AsLong(args[8]);
+    long gzip_level = codec == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[9]);
+    double linger_s = PyErr_Occurred() ? -1.0 : PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (codec < 0 || codec > 7 || gzip_level < INT_MIN || gzip_level > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "configure_start(): codec or gzip_level out of range");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(args[0]) || !PyCallable_Check(args[1]) || !PyFloat_CheckExact(args[2])
+        || !PyBytes_CheckExact(args[10]) || !PyType_Check(args[11])) {
+        PyErr_SetString(PyExc_TypeError, "configure_start(): start_reservation must be a dict, clock "
+                        "callable, max_wait_s a float, no_headers bytes, deque_type a class");
+        return NULL;
+    }
+    self->can_start = 0;
+    if (args[12] != (PyObject *)&EncoderType)
+        Py_RETURN_FALSE;  /* the pure-Python encoder: try_new_batch starts every batch */
+    PyTypeObject *bt = self->layout.batch_type;
+    if (bt->tp_dictoffset != 0 || bt->tp_base != &PyBaseObject_Type)
+        Py_RETURN_FALSE;
+    PyObject *slots = PyObject_GetAttrString((PyObject *)bt, "__slots__");
+    if (slots == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Size(slots);
+    Py_DECREF(slots);
+    if (n < 0)
+        return NULL;
+    if (n != N_BATCH_SLOTS)
+        Py_RETURN_FALSE;  /* a slot this file does not know: its __init__ value is unknown here */
+    for (int i = 0; i < N_BATCH_SLOTS; i++) {
+        self->b_slots[i] = slot_offset(bt, BATCH_SLOTS[i].name);
+        if (self->b_slots[i] < 0)
+            Py_RETURN_FALSE;
+    }
+    PyObject *zero = PyFloat_FromDouble(0.0);
+    if (zero == NULL)
+        return NULL;
+    Py_XSETREF(self->start_reservation, Py_NewRef(args[0]));
+    Py_XSETREF(self->clock, Py_NewRef(args[1]));
+    Py_XSETREF(self->max_wait, Py_NewRef(args[2]));
+    Py_XSETREF(self->zero_float, zero);
+    Py_XSETREF(self->no_headers, Py_NewRef(args[10]));
+    Py_XSETREF(self->deque_type, Py_NewRef(args[11]));
+    self->linger_s = linger_s;
+    self->record_overhead = ints[0];
+    self->batch_header = ints[1];
+    self->max_record_total = ints[2];
+    self->first_reservation = ints[3];
+    self->codec = (int)codec;
+    self->gzip_level = (int)gzip_level;
+    self->can_start = 1;
+    Py_RETURN_TRUE;
+}
+
+/* payload_size() of record_batch.py for one key or value: its bytes and their length's varint (as
+ * that function counts it) */
+static inline Py_ssize_t
+start_field_size(Py_ssize_t n)
+{
+    if (n < 0)
+        return 1;
+    return n + (n < 64 ? 1 : n < 8192 ? 2 : n < 1048576 ? 3 : 5);
+}
+
+/* An int attribute of the accumulator as a Py_ssize_t; -1 with an exception set on error. */
+static Py_ssize_t
+start_int_attr(PyObject *acc, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(acc, name);
+    if (v == NULL)
+        return -1;
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    if (n < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "RecordAccumulator.%U is negative", name);
+    return n;
+}
+
+/* A new ProducerBatch as __init__ makes it, with its first record counted and ``capacity`` reserved
+ * (every argument borrowed). */
+static PyObject *
+start_new_batch(AppenderObject *self, PyObject *tp, PyObject *builder, PyObject *created,
+                PyObject *reserved)
+{
+    PyTypeObject *bt = self->layout.batch_type;
+    PyObject *futures = PyList_New(0);
+    if (futures == NULL)
+        return NULL;
+    PyObject *batch = bt->tp_alloc(bt, 0);
+    if (batch == NULL) {
+        Py_DECREF(futures);
+        return NULL;
+    }
+    for (int i = 0; i < N_BATCH_SLOTS; i++) {
+        PyObject *v;
+        switch (BATCH_SLOTS[i].value) {
+        case START_NONE: v = Py_None; break;
+        case START_FALSE: v = Py_False; break;
+        case START_ZERO: v = small_zero; break;
+        case START_MINUS1: v = small_minus1; break;
+        case START_ZERO_F: v = self->zero_float; break;
+        case START_LIST: v = futures; break;
+        case START_UNSET: continue;
+        default:
+            v = i == B_BUILDER ? builder : i == B_CREATED ? created : i == B_MAX_WAIT ? self->max_wait
+                : i == B_RECORD_COUNT ? small_one : i == B_RESERVED ? reserved : tp;
+        }
+        SLOT(batch, self->b_slots[i]) = Py_NewRef(v);
+    }
+    Py_DECREF(futures);
+    return batch;
+}
+
+/* CLOCK_MONOTONIC in seconds: what time.monotonic() reads. */
+static double
+monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The body of start(), with the accumulator's lock held: RecordAccumulator.try_new_batch,
+ * _start_capacity and _start_batch, rule for rule. Returns (future, wake, full), Py_None (a new
+ * reference: nothing changed, append() decides) or NULL with an exception set. */
+static PyObject *
+appender_start_locked(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts_obj, Bytes *key,
+                      Bytes *value)
+{
+    PyObject *acc = self->acc;
+    if (self->closed)
+        Py_RETURN_NONE;
+    Py_ssize_t waiters = start_int_attr(acc, s_memory_waiters);
+    if (waiters < 0)
+        return NULL;
+    if (waiters > 0)
+        Py_RETURN_NONE;
+    PyObject *dq = PyDict_GetItemWithError(self->batches, tp);  /* borrowed */
+    if (dq == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *last = NULL;  /* borrowed from the queue */
+    if (dq != NULL) {
+        if (!PyObject_TypeCheck(dq, (PyTypeObject *)self->deque_type))
+            Py_RETURN_NONE;
+        Py_ssize_t n = PySequence_Size(dq);
+        if (n < 0)
+            return NULL;
+        if (n > 0) {
+            PyObject *item = PySequence_GetItem(dq, n - 1);
+            if (item == NULL)
+                return NULL;
+            last = item;
+            Py_DECREF(item);  /* the queue holds it; nothing below runs Python before its last use */
+            if (Py_TYPE(last) != self->layout.batch_type)
+                Py_RETURN_NONE;
+            PyObject *full = SLOT(last, self->layout.b_full);
+            PyObject *builder = SLOT(last, self->layout.b_builder);
+            if (full == NULL)
+                Py_RETURN_NONE;
+            int is_full = PyObject_IsTrue(full);
+            if (is_full < 0)
+                return NULL;
+            if (!is_full && builder != NULL && builder != Py_None)
+                Py_RETURN_NONE;  /* open but the record did not fit: append() grows or closes it */
+        }
+    }
+    Py_ssize_t headers_len = PyBytes_GET_SIZE(self->no_headers);
+    Py_ssize_t total = headers_len + start_field_size(key->len) + start_field_size(value->len)
+                       + self->record_overhead + self->batch_header;
+    if (total > self->max_record_total)
+        Py_RETURN_NONE;  /* append() raises RecordTooLargeError */
+    Py_ssize_t used = start_int_attr(acc, s_used);
+    Py_ssize_t buffer_memory = used < 0 ? -1 : start_int_attr(acc, s_buffer_memory);
+    if (buffer_memory < 0)
+        return NULL;
+    /* _start_capacity */
+    Py_ssize_t capacity = self->full_at < self->first_reservation ? self->full_at : self->first_reservation;
+    if (total > capacity)
+        capacity = total;
+    PyObject *prev = PyDict_GetItemWithError(self->start_reservation, tp);
+    if (prev == NULL && PyErr_Occurred())
+        return NULL;
+    if (prev != NULL) {
+        Py_ssize_t previous = PyLong_AsSsize_t(prev);
+        if (previous == -1 && PyErr_Occurred())
+            return NULL;
+        if (previous > capacity && previous <= (buffer_memory - used) / 2)
+            capacity = previous;
+    }
+    if (used + capacity > buffer_memory)
+        Py_RETURN_NONE;  /* append() waits for memory, bounded by max_block_ms */
+    /* _start_batch: everything that can fail first, then the accumulator's state */
+    PyObject *builder = encoder_make(&EncoderType, self->codec, 1, capacity, -1, -1, -1, self->gzip_level);
+    if (builder == NULL)
+        return NULL;
+    Bytes headers = {(const unsigned char *)PyBytes_AS_STRING(self->no_headers), headers_len, {0}, 0};
+    Py_ssize_t size = encoder_append_raw((EncoderObject *)builder, ts, key, value, &headers);
+    if (size < 0) {  /* cannot happen: capacity holds the first record */
+        Py_DECREF(builder);
+        if (size == -2)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *created = PyObject_CallNoArgs(self->clock);
+    PyObject *reserved = created == NULL ? NULL : PyLong_FromSsize_t(capacity);
+    PyObject *new_used = reserved == NULL ? NULL : PyLong_FromSsize_t(used + capacity);
+    PyObject *incomplete = new_used == NULL ? NULL : PyObject_GetAttr(acc, s_incomplete);
+    PyObject *looks_by = incomplete == NULL ? NULL : PyObject_GetAttr(acc, s_sender_looks_by);
+    PyObject *own_ts = looks_by == NULL ? NULL : ts_obj != NULL ? Py_NewRef(ts_obj) : PyLong_FromLongLong(ts);
+    PyObject *batch = NULL, *future = NULL, *own_dq = NULL, *result = NULL;
+    if (own_ts == NULL)
+        goto done;
+    if (!PyDict_CheckExact(incomplete)) {
+        PyErr_SetString(PyExc_TypeError, "RecordAccumulator._incomplete must be a dict");
+        goto done;
+    }
+    batch = start_new_batch(self, tp, builder, created, reserved);
+    if (batch == NULL)
+        goto done;
+    future = new_future(&self->layout, batch, small_zero, own_ts, key->len < 0 ? -1 : key->len,
+                        value->len < 0 ? -1 : value->len);
+    if (future == NULL)
+        goto done;
+    if (dq == NULL) {
+        own_dq = PyObject_CallNoArgs(self->deque_type);
+        if (own_dq == NULL || PyDict_SetItem(self->batches, tp, own_dq) < 0)
+            goto done;
+        dq = own_dq;
+    } else {
+        own_dq = Py_NewRef(dq);
+    }
+    int full = size >= self->full_at;
+    /* the state: memory, the queue, the incomplete batches (each step undone if a later one fails) */
+    if (PyObject_SetAttr(acc, s_used, new_used) < 0)
+        goto done;
+    PyObject *r = PyObject_CallMethodOneArg(own_dq, s_append, batch);
+    if (r == NULL || PyDict_SetItem(incomplete, batch, Py_None) < 0) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyObject *old = PyLong_FromSsize_t(used);
+        if (old != NULL && PyObject_SetAttr(acc, s_used, old) < 0)
+            PyErr_Clear();
+        Py_XDECREF(old);
+        if (r != NULL) {  /* appended: take it out again */
+            PyObject *popped = PyObject_CallMethod(own_dq, "pop", NULL);
+            if (popped == NULL)
+                PyErr_Clear();
+            Py_XDECREF(popped);
+        }
+        Py_XDECREF(r);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        goto done;
+    }
+    Py_DECREF(r);
+    /* (no thread waits for memory: start() answered None above otherwise, so nothing to notify) */
+    int wake = 1;
+    if (last == NULL && looks_by != Py_None && !full) {
+        double lingers_until = monotonic_s() + self->linger_s;
+        PyObject *lb = PyObject_CallNoArgs(looks_by);
+        if (lb == NULL)
+            goto done;
+        double by = PyFloat_AsDouble(lb);
+        Py_DECREF(lb);
+        if (by == -1.0 && PyErr_Occurred())
+            goto done;
+        if (lingers_until >= by)
+            wake = 0;
+    }
+    result = PyTuple_Pack(3, future, wake ? Py_True : Py_False, full ? Py_True : Py_False);
+done:
+    Py_DECREF(builder);
+    Py_XDECREF(created);
+    Py_XDECREF(reserved);
+    Py_XDECREF(new_used);
+    Py_XDECREF(incomplete);
+    Py_XDECREF(looks_by);
+    Py_XDECREF(own_ts);
+    Py_XDECREF(batch);
+    Py_XDECREF(future);
+    Py_XDECREF(own_dq);
+    return result;
+}
+
+/* start(tp, timestamp, key, value) -> (future, wake, full), or None: try_new_batch's answer. */
+static PyObject *
+appender_start(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "start(tp, timestamp, key, value)");
+        return NULL;
+    }
+    if (!self->can_start) {
+        PyErr_SetString(PyExc_RuntimeError, "Appender.start() before configure_start() enabled it");
+        return NULL;
+    }
+    int64_t ts;
+    if (as_int64(args[1], &ts, "timestamp") < 0)
+        return NULL;
+    Bytes key, value;
+    if (bytes_get(args[2], &key, "key") < 0)
+        return NULL;
+    if (bytes_get(args[3], &value, "value") < 0) {
+        bytes_release(&key);
+        return NULL;
+    }
+    PyObject *result;
+    int direct = Py_IS_TYPE(self->mutex, &MutexType);
+    if (direct) {
+        mutex_lock((MutexObject *)self->mutex, -1);
+        result = appender_start_locked(self, args[0], ts, args[1], &key, &value);
+        mutex_unlock((MutexObject *)self->mutex);
+    } else {
+        PyObject *r = PyObject_CallNoArgs(self->acquire);
+        if (r == NULL) {
+            result = NULL;
+        } else {
+            Py_DECREF(r);
+            result = appender_start_locked(self, args[0], ts, args[1], &key, &value);
+            PyObject *exc_type, *exc_value, *exc_tb;
+            PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+            PyObject *rr = PyObject_CallNoArgs(self->release);
+            if (rr == NULL) {
+                Py_XDECREF(exc_type);
+                Py_XDECREF(exc_value);
+                Py_XDECREF(exc_tb);
+                Py_XDECREF(result);
+                result = NULL;
+            } else {
+                Py_DECREF(rr);
+                PyErr_Restore(exc_type, exc_value, exc_tb);
+            }
+        }
+    }
+    bytes_release(&key);
+    bytes_release(&value);
+    return result;
+}
+
 static PyObject *
 appender_mark_closed(AppenderObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -1013,6 +1431,11 @@ appender_mark_closed(AppenderObject *self, PyObject *Py_UNUSED(ignored))
 static PyMethodDef appender_methods[] = {
     {"append", (PyCFunction)(void (*)(void))appender_call, METH_FASTCALL,
      "append(tp, timestamp, key, value, headers_encoded) -> (future, wake), or None: use the Python path"},
+    {"configure_start", (PyCFunction)(void (*)(void))appender_configure_start, METH_FASTCALL,
+     "configure_start(start_reservation, clock, max_wait_s, linger_s, record_overhead, batch_header_size, "
+     "max_record_total, first_reservation, codec, gzip_level, no_headers, deque_type, encoder) -> bool"},
+    {"start", (PyCFunction)(void (*)(void))appender_start, METH_FASTCALL,
+     "start(tp, timestamp, key, value) -> (future, wake, full), or None: RecordAccumulator.try_new_batch"},
     {"mark_closed", (PyCFunction)appender_mark_closed, METH_NOARGS,
      "The accumulator is closed: every later append goes the Python way (call with its lock held)."},
     {NULL}
@@ -1746,6 +2169,14 @@ PyInit__speedups(void)
     INTERN(s_acquire, "acquire");
     INTERN(s_release, "release");
     INTERN(s_append, "append");
+    if ((small_zero = PyLong_FromLong(0)) == NULL || (small_one = PyLong_FromLong(1)) == NULL
+        || (small_minus1 = PyLong_FromLong(-1)) == NULL)
+        return NULL;
+    INTERN(s_memory_waiters, "_memory_waiters");
+    INTERN(s_used, "_used");
+    INTERN(s_buffer_memory, "buffer_memory");
+    INTERN(s_incomplete, "_incomplete");
+    INTERN(s_sender_looks_by, "_sender_looks_by");
     INTERN(send_params[0], "topic");
     INTERN(send_params[1], "value");
     INTERN(send_params[2], "key");

@@ -172,10 +172,23 @@ class RecordAccumulator:
         # same lock, same rules; it answers None for every other case, which the code below handles.
         self.appender: Any = None
         self.fast_append: Callable[..., tuple[RecordFuture, bool] | None] | None = None
+        # What the compiled send path calls for a record that found no open batch: try_new_batch, or
+        # its compiled copy (the accelerator's Appender.start, same rules: tests/unit/
+        # test_accumulator_compiled_start.py holds them to each other), which spares the ~500 Python
+        # bytecodes of a batch's start - each transaction starts one per partition it writes to.
+        self.start_batch: Callable[[TopicPartition, int, bytes | None, bytes | None],
+                                   tuple[RecordFuture, bool, bool] | None] = self.try_new_batch
+        self._compiled_start: Callable[[TopicPartition, int, bytes | None, bytes | None],
+                                       tuple[RecordFuture, bool, bool] | None] | None = None
         if _SPEEDUPS is not None:
             self.appender = _SPEEDUPS.Appender(
                 self, self._batches, self._mutex, self._full_at, ProducerBatch, RecordFuture)
             self.fast_append = self.appender.append
+            if self.appender.configure_start(
+                    self._start_reservation, clock, float(self._max_wait_s), self.linger_s,
+                    _RECORD_OVERHEAD, BATCH_HEADER_SIZE, self._max_record_total, FIRST_RESERVATION,
+                    self._codec, self._gzip_level, NO_HEADERS_ENCODED, collections.deque, self._encoder):
+                self.start_batch = self._compiled_start = self.appender.start
 
     # -- application side ---------------------------------------------------------------------
 
@@ -194,6 +207,12 @@ class RecordAccumulator:
                 return done
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
+        if self._compiled_start is not None and headers_encoded is NO_HEADERS_ENCODED:
+            # no open batch took it: the compiled start of one (a producer with a value serializer or
+            # a custom partitioner sends this way, not through the compiled SendPath)
+            started = self._compiled_start(tp, timestamp, key, value)
+            if started is not None:
+                return started[0], started[1]
         with self._mutex:
             if self._closed:
                 raise errors.ClosedError("producer is closed; send() is not possible")
@@ -260,9 +279,10 @@ class RecordAccumulator:
         closed, a record too large, memory to wait for or others waiting for it): :meth:`append`
         decides those, as without the compiled path.
 
-        Why here and not in C: a batch's start does the accumulator's accounting (memory, the
-        incomplete batches, the Sender's wake-up rule), which this module owns; what the compiled
-        path saves is the Python ``send()`` around it (its checks were made already)."""
+        This is the reference: with the accelerator, :attr:`start_batch` is its compiled copy
+        (``Appender.start`` in ``accel/_speedups.c``, with ``_start_capacity`` and ``_start_batch``
+        rule for rule; ``tests/unit/test_accumulator_compiled_start.py`` holds the two to each other,
+        the pure-Python run tests this one). A rule changed here must change there."""
         with self._mutex:
             if self._closed or self._memory_waiters:
                 return None
