@@ -875,6 +875,46 @@ appender_dealloc(AppenderObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Take the accumulator's lock: the Mutex directly, any other lock through its acquire(). 0, or -1 with
+ * an exception set (nothing taken). */
+static int
+appender_lock(AppenderObject *self)
+{
+    if (Py_IS_TYPE(self->mutex, &MutexType)) {
+        mutex_lock((MutexObject *)self->mutex, -1);
+        return 0;
+    }
+    PyObject *r = PyObject_CallNoArgs(self->acquire);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Release it, passing ``result`` (NULL: an exception is set, kept across release()) through; a
+ * release() that fails drops ``result`` and answers NULL with its own exception. */
+static PyObject *
+appender_unlock(AppenderObject *self, PyObject *result)
+{
+    if (Py_IS_TYPE(self->mutex, &MutexType)) {
+        mutex_unlock((MutexObject *)self->mutex);
+        return result;
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *rr = PyObject_CallNoArgs(self->release);
+    if (rr == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(result);
+        return NULL;
+    }
+    Py_DECREF(rr);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return result;
+}
+
 /* The open-batch case of RecordAccumulator.append. Returns the record's future and sets *wake,
  * or returns Py_None (a new reference) when the Python path must decide (no open batch, it is full,
  * the accumulator is closed, or a builder that is not ours); NULL on error. ``ts_obj`` may be NULL
@@ -884,15 +924,8 @@ appender_append_raw(AppenderObject *self, PyObject *tp, int64_t ts, PyObject *ts
                     Bytes *value, Bytes *headers, int *wake)
 {
     Layout *l = &self->layout;
-    int direct = Py_IS_TYPE(self->mutex, &MutexType);
-    if (direct) {
-        mutex_lock((MutexObject *)self->mutex, -1);
-    } else {
-        PyObject *r = PyObject_CallNoArgs(self->acquire);
-        if (r == NULL)
-            return NULL;
-        Py_DECREF(r);
-    }
+    if (appender_lock(self) < 0)
+        return NULL;
     PyObject *result = NULL;
     /* the accumulator's closed flag, kept here (read under the same lock that close() holds when
      * it sets both): an attribute read per record cost ~20 ns */
@@ -980,25 +1013,7 @@ python:
     Py_INCREF(Py_None);
     result = Py_None;
 unlock:
-    if (direct) {
-        mutex_unlock((MutexObject *)self->mutex);
-        return result;
-    }
-    {
-        PyObject *exc_type, *exc_value, *exc_tb;
-        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-        PyObject *rr = PyObject_CallNoArgs(self->release);
-        if (rr == NULL) {
-            Py_XDECREF(exc_type);
-            Py_XDECREF(exc_value);
-            Py_XDECREF(exc_tb);
-            Py_XDECREF(result);
-            return NULL;
-        }
-        Py_DECREF(rr);
-        PyErr_Restore(exc_type, exc_value, exc_tb);
-    }
-    return result;
+    return appender_unlock(self, result);
 }
 
 /* append(tp, timestamp_or_None, key, value, headers_encoded) -> (future, wake) or None */
@@ -1388,34 +1403,9 @@ appender_start(AppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
         bytes_release(&key);
         return NULL;
     }
-    PyObject *result;
-    int direct = Py_IS_TYPE(self->mutex, &MutexType);
-    if (direct) {
-        mutex_lock((MutexObject *)self->mutex, -1);
-        result = appender_start_locked(self, args[0], ts, args[1], &key, &value);
-        mutex_unlock((MutexObject *)self->mutex);
-    } else {
-        PyObject *r = PyObject_CallNoArgs(self->acquire);
-        if (r == NULL) {
-            result = NULL;
-        } else {
-            Py_DECREF(r);
-            result = appender_start_locked(self, args[0], ts, args[1], &key, &value);
-            PyObject *exc_type, *exc_value, *exc_tb;
-            PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-            PyObject *rr = PyObject_CallNoArgs(self->release);
-            if (rr == NULL) {
-                Py_XDECREF(exc_type);
-                Py_XDECREF(exc_value);
-                Py_XDECREF(exc_tb);
-                Py_XDECREF(result);
-                result = NULL;
-            } else {
-                Py_DECREF(rr);
-                PyErr_Restore(exc_type, exc_value, exc_tb);
-            }
-        }
-    }
+    PyObject *result = NULL;
+    if (appender_lock(self) == 0)
+        result = appender_unlock(self, appender_start_locked(self, args[0], ts, args[1], &key, &value));
     bytes_release(&key);
     bytes_release(&value);
     return result;
