@@ -172,12 +172,7 @@ class RecordAccumulator:
         # same lock, same rules; it answers None for every other case, which the code below handles.
         self.appender: Any = None
         self.fast_append: Callable[..., tuple[RecordFuture, bool] | None] | None = None
-        # What the compiled send path calls for a record that found no open batch: try_new_batch, or
-        # its compiled copy (the accelerator's Appender.start, same rules: tests/unit/
-        # test_accumulator_compiled_start.py holds them to each other), which spares the ~500 Python
-        # bytecodes of a batch's start - each transaction starts one per partition it writes to.
-        self.start_batch: Callable[[TopicPartition, int, bytes | None, bytes | None],
-                                   tuple[RecordFuture, bool, bool] | None] = self.try_new_batch
+        # try_new_batch's compiled copy (the accelerator's Appender.start), when it runs: see start_batch
         self._compiled_start: Callable[[TopicPartition, int, bytes | None, bytes | None],
                                        tuple[RecordFuture, bool, bool] | None] | None = None
         if _SPEEDUPS is not None:
@@ -188,7 +183,16 @@ class RecordAccumulator:
                     self._start_reservation, clock, float(self._max_wait_s), self.linger_s,
                     _RECORD_OVERHEAD, BATCH_HEADER_SIZE, self._max_record_total, FIRST_RESERVATION,
                     self._codec, self._gzip_level, NO_HEADERS_ENCODED, collections.deque, self._encoder):
-                self.start_batch = self._compiled_start = self.appender.start
+                self._compiled_start = self.appender.start
+
+    @property
+    def start_batch(self) -> Callable[[TopicPartition, int, bytes | None, bytes | None],
+                                      tuple[RecordFuture, bool, bool] | None]:
+        """What the compiled send path calls for a record that found no open batch: try_new_batch, or
+        its compiled copy (same rules: tests/unit/test_accumulator_compiled_start.py holds them to each
+        other), which spares the ~500 Python bytecodes of a batch's start - each transaction starts one
+        per partition it writes to."""
+        return self._compiled_start or self.try_new_batch
 
     # -- application side ---------------------------------------------------------------------
 
