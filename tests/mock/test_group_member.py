@@ -15,6 +15,7 @@ on the cluster's request log, with bounds.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ from txnproducer.testing import MockCluster
 
 TOPIC = "t"
 PARTITIONS = 6
+TP0, TP1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
 
 
 @pytest.fixture
@@ -249,58 +251,51 @@ def test_a_topic_created_after_the_group_formed_is_assigned_soon(cluster: MockCl
     assert a.member.settings.metadata_max_age_ms == 300_000
 
 
-def test_committed_offsets_wait_for_an_open_transaction_to_end(cluster: MockCluster) -> None:
-    member = make_member(cluster, "offsets", "a", NoHooks())
-    producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="off-1")
+@contextlib.contextmanager
+def _offsets_pending(cluster: MockCluster, group: str, transactional_id: str) -> Iterator[GroupMember]:
+    """A member of ``group`` owning every partition, and offset 5 of partition 0 committed in a
+    transaction of ``transactional_id`` whose markers the cluster holds: the offsets stay pending."""
+    member = make_member(cluster, group, "a", NoHooks())
+    producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                     transactional_id=transactional_id)
     try:
         member.subscribe([TOPIC])
         poll_until(member, "the member owns every partition", lambda: len(member.assignment()) == PARTITIONS)
         producer.init_transactions()
-        tp0, tp1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
-        assert member.fetch_committed([tp0, tp1], timeout=5) == {}
-
-        cluster.hold_markers("off-1")  # the commit's markers are not written yet: its offsets stay pending
+        assert member.fetch_committed([TP0, TP1], timeout=5) == {}
+        cluster.hold_markers(transactional_id)  # the commit's markers are not written yet
         producer.begin_transaction()
-        producer.send_offsets_to_transaction({tp0: 5}, member.group_metadata())
+        producer.send_offsets_to_transaction({TP0: 5}, member.group_metadata())
         producer.commit_transaction(timeout=5)
+        yield member
+    finally:
+        producer.close(timeout=5)
+        member.close(5)
+
+
+def test_committed_offsets_wait_for_an_open_transaction_to_end(cluster: MockCluster) -> None:
+    with _offsets_pending(cluster, "offsets", "off-1") as member:
         # 2 s: answered (and retried) within it on a loaded CI machine too
         with pytest.raises(TimeoutError, match="UNSTABLE_OFFSET_COMMIT"):
-            member.fetch_committed([tp0, tp1], timeout=2)
+            member.fetch_committed([TP0, TP1], timeout=2)
         unstable = [e for e in cluster.request_log if e.api == "OffsetFetch" and e.error_codes == (88,)]
         assert len(unstable) >= 2  # retried within the timeout
 
         cluster.release_markers()
-        assert member.fetch_committed([tp0, tp1], timeout=5) == {tp0: CommittedOffset(5, -1, "")}
-    finally:
-        producer.close(timeout=5)
-        member.close(5)
+        assert member.fetch_committed([TP0, TP1], timeout=5) == {TP0: CommittedOffset(5, -1, "")}
 
 
 def test_a_fetch_that_times_out_names_the_last_answer_not_the_retry_on_its_way(cluster: MockCluster) -> None:
     """The deadline falls while a retry is unanswered: the error still says why it was retried (a loaded
     machine's coordinator is slow to answer; "no answer" alone would hide the pending transaction)."""
-    member = make_member(cluster, "offsets-late", "a", NoHooks())
-    producer = TransactionalProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="off-late")
-    try:
-        member.subscribe([TOPIC])
-        poll_until(member, "the member owns every partition", lambda: len(member.assignment()) == PARTITIONS)
-        producer.init_transactions()
-        tp0 = TopicPartition(TOPIC, 0)
-        cluster.hold_markers("off-late")
-        producer.begin_transaction()
-        producer.send_offsets_to_transaction({tp0: 5}, member.group_metadata())
-        producer.commit_transaction(timeout=5)
-
-        since = cluster.request_log[-1].seq + 1
+    with _offsets_pending(cluster, "offsets-late", "off-late") as member:
+        since = cluster.requests.next_seq()
         # the first OffsetFetch answered at once (UNSTABLE_OFFSET_COMMIT), its retry 5 s late
         cluster.delay_responses("OffsetFetch", [0, 5_000])
         with pytest.raises(TimeoutError, match=r"UNSTABLE_OFFSET_COMMIT.*not answered in time"):
-            member.fetch_committed([tp0], timeout=1.5)
-        answered = [e for e in cluster.request_log if e.seq >= since and e.api == "OffsetFetch"]
+            member.fetch_committed([TP0], timeout=1.5)
+        answered = [e for e in cluster.request_log[since:] if e.api == "OffsetFetch"]
         assert [e.error_codes for e in answered] == [(88,)]  # one answer; the retry was still held
-    finally:
-        producer.close(timeout=5)
-        member.close(5)
 
 
 def test_group_metadata_fences_a_zombies_transactional_offsets(cluster: MockCluster) -> None:

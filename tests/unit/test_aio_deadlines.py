@@ -9,6 +9,7 @@ import time
 import weakref
 from typing import Any
 
+from tests._support.aio import suspended
 from txnproducer.aio._deadlines import deadlines
 from txnproducer.aio._waiting import wait_signal
 
@@ -37,7 +38,7 @@ async def _long_wait() -> tuple[asyncio.Future[bool], asyncio.Future[bool]]:
     """A wait of 30 s in a task of its own, begun (its deadline watched): its future and the task."""
     fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     task = asyncio.ensure_future(wait_signal(fut, time.monotonic() + 30))
-    await asyncio.sleep(0)
+    await suspended()  # its first step: the wait is watched
     return fut, task
 
 
