@@ -30,7 +30,7 @@ from txnproducer.spark import PoolExhaustedError, pool_bound
 from txnproducer.spark.sink import task as task_module
 from txnproducer.spark.sink.completion import SinkCommitError
 from txnproducer.spark.sink.options import SinkOptions
-from txnproducer.spark.sink.state_topic import StateTopic
+from txnproducer.spark.sink.state_topic import StateTopic, close_shared_state_topic
 from txnproducer.testing import MockCluster
 
 ROWS = [b"v%d" % i for i in range(5)]
@@ -268,3 +268,17 @@ def test_a_prepared_transaction_timed_out_at_32766_is_reported_and_its_id_regist
         registering.init_transactions()
         assert registering.producer_id != message.state.producer_id and registering.epoch == 0
     assert committed(cluster, TOPIC) == list(ROWS)
+
+
+def test_a_cluster_gone_and_replaced_at_the_same_address_gets_its_state_topic_created(
+        cluster: MockCluster, options: SinkOptions) -> None:
+    """close_shared_state_topic() (the cluster went) forgets that the state topic was found: a cluster
+    started later at the same address - here the same one, its state topic deleted - gets it created when
+    the next driver ensures it, not an UNKNOWN_TOPIC_OR_PARTITION in its tasks (seen in a CI run when a
+    test's MockCluster got the port of the one before it)."""
+    commit(options, [attempt(options, 0, 0, 0, ROWS)], 0)
+    close_shared_state_topic()
+    cluster.delete_topic(options.state_topic)
+    again = sink_options(cluster, TOPIC)  # what the next query's driver does first: the state topic ensured
+    commit(again, [attempt(again, 1, 0, 0, ROWS)], 1)
+    assert_settled(cluster, TOPIC, ROWS + ROWS)

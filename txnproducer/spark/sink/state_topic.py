@@ -281,10 +281,14 @@ def shared_state_topic(settings: Mapping[str, str], topic: str, *, timeout_s: fl
 
 
 def close_shared_state_topic() -> None:
-    """Close the clients :func:`shared_state_topic` keeps (at exit, or when their cluster goes)."""
+    """Close the clients :func:`shared_state_topic` keeps (at exit, or when their cluster goes), and
+    forget which state topics this process found in order: a cluster started later at the same
+    address does not have them (the next :meth:`StateTopic.ensure` looks, and creates them)."""
     global _shared
     with _shared_lock:
         previous, _shared = _shared, None
+    with _checked_lock:
+        _checked.clear()
     if previous is not None:
         previous[1].close()
 
