@@ -265,10 +265,16 @@ class TransactionalProducer:
         with self._lock:
             result: TransactionalRequestResult | None = self._pending.get(op)
             if result is None:
-                result = start()
+                if self._telemetry is None:
+                    result = start()
+                else:
+                    # the Sender takes a queued request under the transaction manager's lock: holding it
+                    # until the call's span exists keeps its requests from being sent (and traced as
+                    # the transaction's) before it
+                    with self._tm.lock:
+                        result = start()
+                        self._telemetry.operation_started(op, result)
                 self._pending[op] = result
-                if self._telemetry is not None:
-                    self._telemetry.operation_started(op, result)
         self._sender.wakeup()
         return result
 

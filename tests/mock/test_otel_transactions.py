@@ -6,6 +6,8 @@ asserted as names, parents, attributes, status and events (docs/guide/observabil
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk not installed (the dev extra)")
@@ -175,3 +177,60 @@ def test_the_transaction_is_a_child_of_the_applications_span(cluster: MockCluste
     (send,) = telemetry.spans(names.send_span_name(TOPIC))
     assert send.parent is not None and send.parent.span_id == txn.context.span_id
     print(span_tree(telemetry.spans()))
+
+
+def test_the_coordinator_lookup_through_a_bootstrap_server_is_traced(cluster: MockCluster,
+                                                                    telemetry: Telemetry) -> None:
+    # before the first Metadata answer the only brokers known are the bootstrap servers, whose ids
+    # nobody knows yet: the FindCoordinator sent to one lost its span (the hook failed on the
+    # connection's name, "bootstrap-0") and init_transactions showed no lookup. The first Metadata
+    # answer held (less than the second after which a broker counts as silent) keeps the lookup on
+    # the bootstrap connection: its answer queues behind the held one there, as on a broker.
+    cluster.delay_responses("Metadata", 400, count=1)
+    with _producer(cluster, telemetry, "tx-lookup") as p:
+        p.init_transactions()
+    init = telemetry.one(names.SPAN_INIT)
+    (lookup,) = telemetry.children(init, "FindCoordinator")
+    attrs = dict(lookup.attributes or {})
+    assert attrs[names.SERVER_ADDRESS] == "127.0.0.1" and attrs[names.REQUEST] == "FindCoordinator"
+    assert names.BROKER_ID not in attrs
+    assert [s.name for s in telemetry.children(init)] == ["FindCoordinator", "InitProducerId"]
+
+
+def test_a_calls_span_exists_before_the_sender_can_take_its_requests(cluster: MockCluster,
+                                                                     telemetry: Telemetry) -> None:
+    # the Sender may run the whole call (FindCoordinator, TxnOffsetCommit) between the request's queueing
+    # and the span's start: a CI run saw send_offsets_to_transaction's span without its group, its
+    # requests traced under the transaction instead. While the span is made, no other thread may take
+    # a request from the transaction manager (the Sender does so under its lock).
+    with _producer(cluster, telemetry, "tx-order") as p:
+        p.init_transactions()
+        tm = p._tm
+        probes: list[tuple[str, bool]] = []
+        hooks = p._telemetry
+        assert hooks is not None
+        started = hooks.operation_started
+
+        def probe(op: str, result: object) -> None:
+            free: list[bool] = []
+
+            def try_lock() -> None:
+                took = tm.lock.acquire(blocking=False)
+                if took:
+                    tm.lock.release()
+                free.append(took)
+
+            other = threading.Thread(target=try_lock)
+            other.start()
+            other.join()
+            probes.append((op, free[0]))
+            started(op, result)
+
+        hooks.operation_started = probe  # type: ignore[method-assign]
+        with p.transaction():
+            p.send(TOPIC, b"v", partition=0)
+            p.send_offsets_to_transaction({("in", 0): 42}, "group-a")
+    assert probes == [("offsets", False), ("commit", False)]
+    offsets = telemetry.one(names.SPAN_SEND_OFFSETS)
+    assert (offsets.attributes or {})[names.MESSAGING_CONSUMER_GROUP_NAME] == "group-a"
+    assert [s.name for s in telemetry.children(offsets)] == ["FindCoordinator", "TxnOffsetCommit"]

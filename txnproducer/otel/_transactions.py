@@ -290,7 +290,7 @@ class TransactionTelemetry:
         return op or txn
 
     @guarded
-    def coordinator_request(self, handler: Any, node: int, future: Any) -> None:
+    def coordinator_request(self, handler: Any, node: int | str, future: Any) -> None:
         if self._tracer is None:
             return
         parent = self._parent_of(handler)
@@ -298,8 +298,9 @@ class TransactionTelemetry:
             return
         api = str(handler.api_name)
         attempt = int(handler.attempts)
-        attributes: dict[str, Any] = {**self._base, names.REQUEST: api, names.ATTEMPT: attempt,
-                                      names.BROKER_ID: int(node)}
+        attributes: dict[str, Any] = {**self._base, names.REQUEST: api, names.ATTEMPT: attempt}
+        if isinstance(node, int):  # a bootstrap server's connection ("bootstrap-0") has no broker id yet
+            attributes[names.BROKER_ID] = node
         address = broker_address(self._cluster, node)
         if address is not None:
             attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = address
