@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from txnproducer._internal.log import get_logger
+from txnproducer._internal.protocol.response_classes import complete_registered_versions
 
 from . import api_messages, handlers
 from .broker_faults import BrokerFaults, key_type_code
@@ -197,6 +198,9 @@ class MockCluster(BrokerFaults, PartitionFaults):
         """Bind every broker and start serving (idempotent)."""
         if self._started:
             return self
+        # every version of every response class made now, in one thread: the connections' threads (and
+        # the kafka-python clients of this process) then only look them up (response_classes.py)
+        complete_registered_versions()
         try:
             for broker_id, server in self._servers.items():
                 server.start()

@@ -18,9 +18,10 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+
+from txnproducer._internal.protocol.response_classes import response_class
 
 __all__ = ["WireClient", "WireClosedError", "build_batch", "decode_batches"]
 
@@ -87,7 +88,7 @@ class WireClient:
         data = request.encode(header=True, framed=True)
         self._sock.sendall(bytes(data))
         if request.expect_response():
-            self._pending[cid] = ResponseClassRegistry.get_response_class(request.header)
+            self._pending[cid] = response_class(request)
         return cid
 
     def send(self, request: Any, version: int | None = None) -> Any:

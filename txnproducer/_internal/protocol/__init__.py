@@ -3,7 +3,8 @@
 What the room holds: the one catalogue of error codes (``error_codes``), the protocol's primitive
 types (``primitives``), the hand-written Produce request encoder and response decoder
 (``produce_request``, ``produce_response``, ``produce_versions``), magic-v2 record batch encoding
-(``record_batch``), request/response framing (``framing``), the consumer protocol's payloads
+(``record_batch``), request/response framing (``framing``) and a request's response class
+(``response_classes``: kafka-python's registry is not safe across threads), the consumer protocol's payloads
 (``consumer_protocol``) and KIP-848's message classes (``consumer_group_heartbeat``,
 ``consumer_group_describe``, from the wire schemas in ``schemas/``). The client and the MockCluster
 both import from here.

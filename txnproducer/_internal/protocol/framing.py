@@ -30,6 +30,7 @@ from .primitives import skip_tagged_fields, string16
 from .produce_request import ProduceRequestData
 from .produce_response import response_type as _produce_response_type
 from .produce_versions import FIRST_FLEXIBLE as _PRODUCE_FIRST_FLEXIBLE
+from .response_classes import response_class as _response_class
 
 __all__ = ["RequestFramer", "read_response_header"]
 
@@ -63,17 +64,19 @@ class RequestFramer:
             flexible = version >= _PRODUCE_FIRST_FLEXIBLE
             frame = request.encode_frame(correlation_id, self._tails[flexible])
             return frame, _produce_response_type(version), flexible
-        if not isinstance(request, ApiMessage) or request.API_KEY == _API_VERSIONS:
+        if not isinstance(request, ApiMessage):
             request.with_header(correlation_id=correlation_id, client_id=self._client_id)
             data = request.encode(framed=True, header=True)
             return data, request.header.get_response_class(), None
+        if request.API_KEY == _API_VERSIONS:
+            request.with_header(correlation_id=correlation_id, client_id=self._client_id)
+            return request.encode(framed=True, header=True), _response_class(request), None
         version = request.API_VERSION
         key = (type(request), version)
         known = self._known.get(key)
         if known is None:
-            request.with_header(correlation_id=correlation_id, client_id=self._client_id)
-            response_class = request.header.get_response_class()
-            known = (response_class, bool(request.flexible_version_q(version)), request.API_KEY)
+            # (not request.header.get_response_class(): kafka-python's registry can lose a class to a race)
+            known = (_response_class(request), bool(request.flexible_version_q(version)), request.API_KEY)
             self._known[key] = known
         response_class, flexible, api_key = known
         body = request.encode()
