@@ -47,7 +47,7 @@ def complete_versions(primary: Any) -> None:
 def complete_registered_versions() -> None:
     """:func:`complete_versions` for every response class kafka-python has registered so far (the ones a
     registry proxy still reaches)."""
-    for api_key in sorted(ResponseClassRegistry._response_class_registry):
+    for api_key in sorted(_registry()):
         primary = _registered_primary(api_key)
         if primary is not None:
             complete_versions(primary)
@@ -81,7 +81,7 @@ def _response_primary(primary_request: Any) -> Any:
 def _registered_primary(api_key: int) -> Any:
     """The primary class behind the registry's proxy for ``api_key``; None when unknown, dead, or not a
     versioned (new-style) class."""
-    proxy = ResponseClassRegistry._response_class_registry.get(api_key)
+    proxy = _registry().get(api_key)
     if proxy is None:
         return None
     try:
@@ -90,3 +90,9 @@ def _registered_primary(api_key: int) -> Any:
         return proxy[None]  # the primary class itself: a strong reference
     except (ReferenceError, TypeError):
         return None
+
+
+def _registry() -> dict[int, Any]:
+    """kafka-python's registry (a private attribute in 3.0.x: read defensively, empty if it moves)."""
+    registry = getattr(ResponseClassRegistry, "_response_class_registry", None)
+    return registry if isinstance(registry, dict) else {}
