@@ -56,6 +56,8 @@ def complete_registered_versions() -> None:
 def response_class(request: Any) -> Any:
     """The response class (versioned) of kafka-python message ``request``, at its ``API_VERSION``."""
     request_type = type(request)
+    if not hasattr(request_type, "_VERSIONS"):  # not a versioned kafka-python message: its header knows
+        return request.header.get_response_class()
     primary_request = request_type if request_type._class_version is None else request_type[None]
     primary = _BY_REQUEST.get(primary_request)
     if primary is None:
