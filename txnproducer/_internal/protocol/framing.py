@@ -64,13 +64,10 @@ class RequestFramer:
             flexible = version >= _PRODUCE_FIRST_FLEXIBLE
             frame = request.encode_frame(correlation_id, self._tails[flexible])
             return frame, _produce_response_type(version), flexible
-        if not isinstance(request, ApiMessage):
+        if not isinstance(request, ApiMessage) or request.API_KEY == _API_VERSIONS:
             request.with_header(correlation_id=correlation_id, client_id=self._client_id)
             data = request.encode(framed=True, header=True)
-            return data, request.header.get_response_class(), None
-        if request.API_KEY == _API_VERSIONS:
-            request.with_header(correlation_id=correlation_id, client_id=self._client_id)
-            return request.encode(framed=True, header=True), _response_class(request), None
+            return data, _response_class(request), None
         version = request.API_VERSION
         key = (type(request), version)
         known = self._known.get(key)
